@@ -1,0 +1,60 @@
+# grpo-fast: `make help` lists the targets.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+# The venv is reused while the requirements it was built from are unchanged.
+DEPS_HASH := $(shell cat requirements/*.txt pyproject.toml | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.deps-$(DEPS_HASH)
+
+.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): requirements/dev.txt requirements/no-deps.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements/dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements/no-deps.txt
+	@rm -f $(VENV)/.deps-*
+	@touch $@
+
+venv: $(STAMP) ## create .venv with the test and benchmark dependencies
+
+develop: $(STAMP) ## build the Rust extension (release) into .venv
+	$(VENV)/bin/maturin develop --release --quiet
+
+test-rust: ## cargo fmt --check, clippy -D warnings, cargo test
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace
+
+lint: develop ## ruff, ruff format --check, stubtest of _core.pyi
+	$(VENV)/bin/ruff check python tests benches scripts
+	$(VENV)/bin/ruff format --check python tests benches scripts
+	$(PY) -m mypy.stubtest grpo_fast._core
+
+test-python: develop ## pytest
+	$(PY) -m pytest -q
+
+test: test-rust lint test-python ## everything CI runs: Rust and Python checks and tests
+
+fmt: ## format Rust and Python
+	cargo fmt --all
+	$(VENV)/bin/ruff format python tests benches scripts
+	$(VENV)/bin/ruff check --fix python tests benches scripts
+
+demo: develop ## GRPO training of the embedded tiny model on the CPU
+	$(VENV)/bin/grpo-fast train
+
+bench: develop ## pytest-benchmark comparisons against peers (ratios printed)
+	$(PY) -m pytest benches -q -p no:randomly --benchmark-only --benchmark-columns=min,median,mean,rounds
+
+bench-rust: ## Criterion benches of the core
+	cargo bench -p grpo-fast-core
+
+clean: ## remove build outputs (keeps .venv)
+	cargo clean

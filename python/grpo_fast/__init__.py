@@ -1,0 +1,34 @@
+"""grpo-fast: GRPO reinforcement learning with a Rust core.
+
+The CPU-heavy parts (grouping, advantages, answer verification) run in Rust
+across cores with the GIL released; torch, transformers and vLLM are imported
+only by the modules that need them, so ``import grpo_fast`` needs numpy alone.
+"""
+
+from __future__ import annotations
+
+from grpo_fast import errors
+from grpo_fast._core import __version__, get_num_threads, set_num_threads
+from grpo_fast.advantages import (
+    AdvantageResult,
+    Groups,
+    broadcast_to_tokens,
+    compute_advantages,
+    group,
+)
+from grpo_fast.errors import GrpoFastError, InternalError, InvalidInputError
+
+__all__ = [
+    "AdvantageResult",
+    "GrpoFastError",
+    "Groups",
+    "InternalError",
+    "InvalidInputError",
+    "__version__",
+    "broadcast_to_tokens",
+    "compute_advantages",
+    "errors",
+    "get_num_threads",
+    "group",
+    "set_num_threads",
+]

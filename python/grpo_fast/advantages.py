@@ -1,0 +1,204 @@
+"""Grouping rollouts by prompt and GRPO-family advantages, computed in Rust.
+
+The formulas, with their papers, are in ``rust/core/src/advantage.rs``; this
+module prepares the inputs and documents the conventions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grpo_fast import _core
+from grpo_fast._ids import as_float_array, as_group_ids
+from grpo_fast.errors import InvalidInputError
+
+__all__ = [
+    "AdvantageResult",
+    "Groups",
+    "broadcast_to_tokens",
+    "compute_advantages",
+    "group",
+]
+
+ESTIMATORS = ("grpo", "rloo", "reinforce_pp_baseline", "grpo_passk")
+SCALES = ("group", "batch", "none")
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Rollouts grouped by id, as compressed sparse rows.
+
+    Attributes
+    ----------
+    index : int64 array [N]
+        Group of each rollout; groups are numbered in order of first appearance.
+    sizes : int64 array [num_groups]
+    offsets : int64 array [num_groups + 1]
+        Group ``g``'s rollouts are ``order[offsets[g]:offsets[g + 1]]``.
+    order : int64 array [N]
+        Rollout indices sorted by group, input order kept within a group.
+    contiguous : bool
+        Every group is one run of consecutive rollouts.
+    """
+
+    index: np.ndarray
+    sizes: np.ndarray
+    offsets: np.ndarray
+    order: np.ndarray
+    contiguous: bool
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.sizes)
+
+
+def group(group_ids: Any) -> Groups:
+    """Group rollouts by their prompt ids.
+
+    Parameters
+    ----------
+    group_ids : int array, list of str, or numpy str/object array
+        One id per rollout, in any order (verl's uuid strings work as they are).
+
+    Examples
+    --------
+    >>> g = group(["b", "a", "b"])
+    >>> g.index.tolist(), g.sizes.tolist()
+    ([0, 1, 0], [2, 1])
+    """
+    index, sizes, offsets, order, contiguous = _core.group_ids(as_group_ids(group_ids))
+    return Groups(index, sizes, offsets, order, contiguous)
+
+
+@dataclass(frozen=True)
+class AdvantageResult:
+    """Per-rollout advantages and per-group statistics.
+
+    Attributes
+    ----------
+    advantages : float32 array [N]
+    keep : bool array [N]
+        DAPO dynamic sampling: False for unscorable rollouts and for every
+        rollout of a group whose scorable rewards are all equal (no signal).
+    group_index : uint32 array [N]
+        Group of each rollout (first-appearance order); indexes the arrays below.
+    mean, std : float64 arrays [num_groups]
+        Of the scorable rewards; mean is NaN for a group with none, std is 0
+        with fewer than two.
+    size, num_valid : int64 arrays [num_groups]
+        Rollouts per group, and how many of them are scorable (not NaN).
+    solve_rate : float64 array [num_groups]
+        Fraction of scorable rollouts with reward >= ``success_threshold``.
+    frac_zero_std : float
+        Fraction of groups that carry no signal.
+    """
+
+    advantages: np.ndarray
+    keep: np.ndarray
+    group_index: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    size: np.ndarray
+    num_valid: np.ndarray
+    solve_rate: np.ndarray
+    frac_zero_std: float
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.size)
+
+
+def compute_advantages(
+    rewards: Any,
+    group_ids: Any,
+    *,
+    estimator: str = "grpo",
+    scale: str = "group",
+    eps: float = 1e-6,
+    unbiased: bool = True,
+    success_threshold: float = 1.0,
+) -> AdvantageResult:
+    """GRPO-family advantages of rewards grouped by prompt.
+
+    Parameters
+    ----------
+    rewards : array-like [N]
+        float32 or float64 (other numbers are converted). NaN or ``None`` marks
+        an unscorable rollout: it is left out of its group's statistics and
+        gets advantage 0. Infinities are rejected.
+    group_ids : int array, list of str, or numpy str/object array [N]
+        The prompt each rollout answers, in any order, groups of any size.
+    estimator : {"grpo", "rloo", "reinforce_pp_baseline", "grpo_passk"}
+        - ``grpo``: ``(r - mean_g) / (std + eps)``, std chosen by ``scale``.
+        - ``rloo``: ``r - mean of the other rollouts of the group``.
+        - ``reinforce_pp_baseline``: ``r - mean_g``, then whitened over the
+          batch's scorable rollouts: ``x / (std_batch(x) + eps)`` (the
+          group-centred values already have batch mean 0).
+        - ``grpo_passk``: only the best rollout of a group (first of ties)
+          gets ``max - second max``, scaled by ``scale``; the rest get 0.
+    scale : {"group", "batch", "none"}
+        Divisor for ``grpo`` and ``grpo_passk``: the group's std, one std of
+        all scorable rewards of the batch (TRL's ``scale_rewards="batch"``),
+        or none (Dr. GRPO).
+    eps : float
+        Added to the std before dividing.
+    unbiased : bool
+        Bessel-corrected std (``n - 1``), as torch and verl; False for numpy's
+        default population std.
+    success_threshold : float
+        A reward at or above it counts as solved in ``solve_rate``.
+
+    Every estimator gives exactly 0 to a group with fewer than two scorable
+    rollouts or whose scorable rewards are all equal.
+
+    Examples
+    --------
+    >>> out = compute_advantages([1.0, 0.0, 0.5, 0.5], [7, 7, 8, 8])
+    >>> out.advantages.round(3).tolist()
+    [0.707, -0.707, 0.0, 0.0]
+    >>> out.keep.tolist(), out.frac_zero_std
+    ([True, True, False, False], 0.5)
+    """
+    if estimator not in ESTIMATORS:
+        raise InvalidInputError(f"unknown estimator {estimator!r}; expected one of {ESTIMATORS}")
+    if scale not in SCALES:
+        raise InvalidInputError(f"unknown scale {scale!r}; expected one of {SCALES}")
+    r = as_float_array(rewards, "rewards")
+    ids = as_group_ids(group_ids)
+    out = _core.compute_advantages(
+        r, ids, estimator, scale, float(eps), bool(unbiased), float(success_threshold)
+    )
+    return AdvantageResult(**out)
+
+
+def broadcast_to_tokens(advantages: Any, mask: Any) -> Any:
+    """Per-rollout advantages ``[N]`` spread over a token mask ``[N, T]``.
+
+    The result has the mask's type (numpy array or torch tensor) and shape,
+    with ``advantages[i]`` on the valid tokens of row ``i`` and 0 elsewhere, as
+    verl's estimators return.
+
+    Examples
+    --------
+    >>> broadcast_to_tokens(np.array([2.0, -1.0]), np.array([[1, 1, 0], [1, 0, 0]])).tolist()
+    [[2.0, 2.0, 0.0], [-1.0, 0.0, 0.0]]
+    """
+    if type(mask).__module__.startswith("torch"):
+        import torch
+
+        adv = torch.as_tensor(advantages, device=mask.device)
+        if adv.dim() != 1 or mask.dim() != 2 or adv.shape[0] != mask.shape[0]:
+            raise InvalidInputError(
+                f"advantages {tuple(adv.shape)} and mask {tuple(mask.shape)} must be [N] and [N, T]"
+            )
+        dtype = adv.dtype if adv.is_floating_point() else torch.float32
+        return adv.to(dtype).unsqueeze(-1) * mask.to(dtype)
+    adv = np.asarray(advantages)
+    m = np.asarray(mask)
+    if adv.ndim != 1 or m.ndim != 2 or adv.shape[0] != m.shape[0]:
+        raise InvalidInputError(f"advantages {adv.shape} and mask {m.shape} must be [N] and [N, T]")
+    dtype = adv.dtype if adv.dtype.kind == "f" else np.float32
+    return adv.astype(dtype, copy=False)[:, None] * m.astype(dtype, copy=False)

@@ -1,0 +1,12 @@
+//! The algorithms of grpo-fast, free of any Python type.
+//!
+//! The binding crate (`rust/python`) only converts arguments and results; every
+//! computation lives here so that it can be tested, benchmarked and fuzzed from
+//! plain Rust.
+
+pub mod advantage;
+pub mod error;
+pub mod group;
+pub mod parallel;
+
+pub use error::CoreError;
