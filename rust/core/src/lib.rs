@@ -6,6 +6,7 @@
 
 pub mod advantage;
 pub mod error;
+pub mod extract;
 pub mod group;
 pub mod parallel;
 

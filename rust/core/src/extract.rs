@@ -1,0 +1,802 @@
+//! Finding the final answer in a completion.
+//!
+//! One pass of an Aho-Corasick automaton over the text records every marker
+//! (`\boxed`, `<answer>`, `the final answer is`, `####`, `answer:`,
+//! `answer is`); the rules then read the recorded positions in priority
+//! order, so the cost is linear in the input length whatever the rule list.
+//! What counts as the answer is decided in VERIFY_SEMANTICS.md ("Which answer
+//! counts"): explicit markers first (all boxes together, otherwise the last
+//! occurrence of a marker), then the last mathematical value near the end.
+
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use memchr::memmem;
+
+/// Which rule found an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// `\boxed{…}` / `\fbox{…}` (nested braces; every box is one part).
+    Boxed,
+    /// `<answer>…</answer>` (the last pair).
+    AnswerTag,
+    /// `Final Answer: The final answer is X` (Minerva / MATH prompting).
+    FinalAnswer,
+    /// GSM8K's `#### X`.
+    Gsm8k,
+    /// `Answer: X` / `**Answer:** X`.
+    AnswerColon,
+    /// `the answer is X`.
+    AnswerIs,
+    /// The last of bold, choice letter, `$…$` span and number near the end.
+    /// Only ever a rule to try; an answer reports the rule that found it.
+    LastValue,
+    /// `**X**`.
+    Bold,
+    /// A choice letter: `(C)` or a lone capital letter ending the text.
+    Choice,
+    /// `$…$`, `$$…$$`, `\(…\)` or `\[…\]`.
+    MathSpan,
+    /// The last number (`-1,234.5`, `3/4`, `12%`).
+    LastNumber,
+    /// A gold without markers is the answer itself.
+    Bare,
+}
+
+impl Rule {
+    /// The rule's name, as the Python API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Boxed => "boxed",
+            Rule::AnswerTag => "answer_tag",
+            Rule::FinalAnswer => "final_answer",
+            Rule::Gsm8k => "gsm8k",
+            Rule::AnswerColon => "answer_colon",
+            Rule::AnswerIs => "answer_is",
+            Rule::LastValue => "last_value",
+            Rule::Bold => "bold",
+            Rule::Choice => "choice",
+            Rule::MathSpan => "math_span",
+            Rule::LastNumber => "last_number",
+            Rule::Bare => "bare",
+        }
+    }
+
+    /// Every rule, in the default priority (plus the parts of `LastValue` and `Bare`).
+    pub const ALL: [Rule; 12] = [
+        Rule::Boxed,
+        Rule::AnswerTag,
+        Rule::FinalAnswer,
+        Rule::Gsm8k,
+        Rule::AnswerColon,
+        Rule::AnswerIs,
+        Rule::LastValue,
+        Rule::Bold,
+        Rule::Choice,
+        Rule::MathSpan,
+        Rule::LastNumber,
+        Rule::Bare,
+    ];
+
+    /// The names accepted by [`Rule::from_name`], for error messages.
+    pub const NAMES: &'static str = "boxed, answer_tag, final_answer, gsm8k, answer_colon, \
+        answer_is, last_value, bold, choice, math_span, last_number";
+
+    /// The rule called `name` (see [`Rule::name`]); `Bare` is not selectable.
+    pub fn from_name(name: &str) -> Option<Rule> {
+        Rule::ALL
+            .into_iter()
+            .find(|r| *r != Rule::Bare && r.name() == name)
+    }
+
+    fn is_marker(self) -> bool {
+        matches!(
+            self,
+            Rule::Boxed
+                | Rule::AnswerTag
+                | Rule::FinalAnswer
+                | Rule::Gsm8k
+                | Rule::AnswerColon
+                | Rule::AnswerIs
+        )
+    }
+}
+
+/// What to look for and how far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractOptions {
+    /// Rules in priority order; the first that finds something wins.
+    pub rules: Vec<Rule>,
+    /// Texts longer than this many bytes are not searched (see [`over_limit`]).
+    pub max_len: usize,
+    /// How near the end (in bytes) a value must end for the no-marker rules.
+    pub tail_len: usize,
+    /// Bold text longer than this many bytes is prose, not an answer.
+    pub max_bold_len: usize,
+}
+
+/// The default rule priority of VERIFY_SEMANTICS.md.
+pub const DEFAULT_RULES: [Rule; 7] = [
+    Rule::Boxed,
+    Rule::AnswerTag,
+    Rule::FinalAnswer,
+    Rule::Gsm8k,
+    Rule::AnswerColon,
+    Rule::AnswerIs,
+    Rule::LastValue,
+];
+
+/// Default input limit: 1 MiB, about 250k tokens.
+pub const DEFAULT_MAX_LEN: usize = 1 << 20;
+
+impl Default for ExtractOptions {
+    fn default() -> Self {
+        ExtractOptions {
+            rules: DEFAULT_RULES.to_vec(),
+            max_len: DEFAULT_MAX_LEN,
+            tail_len: 500,
+            max_bold_len: 200,
+        }
+    }
+}
+
+/// An answer found in a text: one part per `\boxed{}`, else one part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted<'a> {
+    pub parts: Vec<&'a str>,
+    pub rule: Rule,
+}
+
+/// Whether `text` is too long to be searched under `opts` (an over-limit
+/// item is a non-match; callers report this as the reason).
+pub fn over_limit(text: &str, opts: &ExtractOptions) -> bool {
+    text.len() > opts.max_len
+}
+
+/// The final answer of a completion, or `None` when no rule finds one (or
+/// the text is over the length limit).
+pub fn extract_answer<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
+    if over_limit(text, opts) {
+        return None;
+    }
+    let scan = Scan::new(text);
+    opts.rules.iter().find_map(|&rule| scan.apply(rule, opts))
+}
+
+/// The answer of a gold: like [`extract_answer`] for the marker rules, and a
+/// gold without markers (`\frac34`, `x \ge 2`, `C`) is the answer itself.
+pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
+    if over_limit(text, opts) {
+        return None;
+    }
+    let scan = Scan::new(text);
+    opts.rules
+        .iter()
+        .filter(|r| r.is_marker())
+        .find_map(|&rule| scan.apply(rule, opts))
+        .or_else(|| {
+            let bare = text.trim();
+            (!bare.is_empty()).then(|| Extracted {
+                parts: vec![bare],
+                rule: Rule::Bare,
+            })
+        })
+}
+
+// Marker patterns; the index is the pattern id of the automaton.
+const BOXED: usize = 0;
+const FBOX: usize = 1;
+const TAG_OPEN: usize = 2;
+const TAG_CLOSE: usize = 3;
+const FINAL_ANSWER: usize = 4;
+const GSM8K: usize = 5;
+const ANSWER_COLON: usize = 6;
+const ANSWER_IS: usize = 7;
+const PATTERNS: [&str; 8] = [
+    "\\boxed",
+    "\\fbox",
+    "<answer>",
+    "</answer>",
+    "final answer is",
+    "####",
+    "answer:",
+    "answer is",
+];
+
+fn markers() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            // Leftmost-longest: "final answer is" hides the "answer is" inside it.
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(PATTERNS)
+            .expect("fixed marker patterns always build")
+    })
+}
+
+/// The marker positions of one text, found in one pass.
+struct Scan<'a> {
+    text: &'a str,
+    /// Start of every `\boxed` / `\fbox` and the length of its keyword.
+    boxes: Vec<(usize, usize)>,
+    /// End of the last match of each non-box pattern.
+    last_end: [Option<usize>; PATTERNS.len()],
+    /// The last closed `<answer>…</answer>` pair: (content start, content end).
+    last_tag: Option<(usize, usize)>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(text: &'a str) -> Self {
+        let mut scan = Scan {
+            text,
+            boxes: Vec::new(),
+            last_end: [None; PATTERNS.len()],
+            last_tag: None,
+        };
+        for m in markers().find_iter(text) {
+            let id = m.pattern().as_usize();
+            match id {
+                BOXED | FBOX => scan.boxes.push((m.start(), m.len())),
+                _ => {
+                    scan.last_end[id] = Some(m.end());
+                    if id == TAG_CLOSE {
+                        if let Some(open) = scan.last_end[TAG_OPEN].take() {
+                            scan.last_tag = Some((open, m.start()));
+                        }
+                    }
+                }
+            }
+        }
+        scan
+    }
+
+    fn apply(&self, rule: Rule, opts: &ExtractOptions) -> Option<Extracted<'a>> {
+        let one = |part: &'a str| {
+            Some(Extracted {
+                parts: vec![part],
+                rule,
+            })
+        };
+        match rule {
+            Rule::Boxed => self.boxed(),
+            Rule::AnswerTag => self.answer_tag().and_then(one),
+            Rule::FinalAnswer => self.after(FINAL_ANSWER).and_then(one),
+            Rule::Gsm8k => self.after(GSM8K).and_then(one),
+            Rule::AnswerColon => self.after(ANSWER_COLON).and_then(one),
+            Rule::AnswerIs => self.after(ANSWER_IS).and_then(one),
+            Rule::LastValue => self.last_value(opts),
+            Rule::Bold | Rule::Choice | Rule::MathSpan | Rule::LastNumber => {
+                let tail = tail_start(self.text, opts.tail_len);
+                self.candidate(rule, tail, opts).map(|(_, part)| Extracted {
+                    parts: vec![part],
+                    rule,
+                })
+            }
+            Rule::Bare => None,
+        }
+    }
+
+    /// Every box that is not inside another one, in order.
+    fn boxed(&self) -> Option<Extracted<'a>> {
+        let bytes = self.text.as_bytes();
+        let mut parts = Vec::new();
+        let mut resume = 0;
+        for &(start, len) in &self.boxes {
+            if start < resume {
+                continue; // nested in the previous box
+            }
+            let after = start + len;
+            // `\boxedx` is another command, not a box.
+            if bytes.get(after).is_some_and(u8::is_ascii_alphabetic) {
+                continue;
+            }
+            if let Some((part, end)) = box_content(self.text, after) {
+                parts.push(part.trim());
+                resume = end;
+            }
+        }
+        (!parts.is_empty()).then_some(Extracted {
+            parts,
+            rule: Rule::Boxed,
+        })
+    }
+
+    /// The content of the last closed `<answer>…</answer>` pair.
+    fn answer_tag(&self) -> Option<&'a str> {
+        let (start, end) = self.last_tag?;
+        Some(self.text[start..end].trim())
+    }
+
+    /// The value after the last occurrence of a line marker.
+    fn after(&self, id: usize) -> Option<&'a str> {
+        marker_value(self.text, self.last_end[id]?)
+    }
+
+    /// The latest-ending of the no-marker candidates near the end.
+    fn last_value(&self, opts: &ExtractOptions) -> Option<Extracted<'a>> {
+        let tail = tail_start(self.text, opts.tail_len);
+        // On a tie the wrapper wins: `**5**` and `$5$` end after their number.
+        [Rule::Bold, Rule::MathSpan, Rule::Choice, Rule::LastNumber]
+            .into_iter()
+            .filter_map(|rule| {
+                self.candidate(rule, tail, opts)
+                    .map(|(end, part)| (end, rule, part))
+            })
+            .fold(None, |best: Option<(usize, Rule, &'a str)>, c| match best {
+                Some(b) if b.0 >= c.0 => Some(b),
+                _ => Some(c),
+            })
+            .map(|(_, rule, part)| Extracted {
+                parts: vec![part],
+                rule,
+            })
+    }
+
+    /// The last candidate of a no-marker rule ending at or after `tail`: (end, part).
+    fn candidate(
+        &self,
+        rule: Rule,
+        tail: usize,
+        opts: &ExtractOptions,
+    ) -> Option<(usize, &'a str)> {
+        let found = match rule {
+            Rule::Bold => last_bold(self.text, opts.max_bold_len),
+            Rule::MathSpan => last_math_span(self.text),
+            Rule::Choice => last_choice(self.text, tail),
+            Rule::LastNumber => last_number(self.text, tail),
+            _ => None,
+        };
+        found.filter(|&(end, part)| end > tail && !part.is_empty())
+    }
+}
+
+/// The byte offset where the last `tail_len` bytes start (a char boundary).
+fn tail_start(text: &str, tail_len: usize) -> usize {
+    let mut i = text.len().saturating_sub(tail_len);
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The content of the box whose keyword ends at `after`, and the end of the box.
+///
+/// `\boxed{…}` counts braces, skipping escaped ones (`\{1,2\}`); an unclosed
+/// box has no content. Brace-less `\boxed 5` runs to the next space or `$`.
+fn box_content(text: &str, after: usize) -> Option<(&str, usize)> {
+    let bytes = text.as_bytes();
+    let mut i = after;
+    while bytes.get(i).is_some_and(|b| *b == b' ' || *b == b'\t') {
+        i += 1;
+    }
+    if bytes.get(i) == Some(&b'{') {
+        let open = i + 1;
+        let mut depth = 1usize;
+        let mut j = open;
+        // memchr3 jumps over the plain text between braces and backslashes.
+        while let Some(k) = memchr::memchr3(b'{', b'}', b'\\', &bytes[j..]) {
+            let at = j + k;
+            match bytes[at] {
+                b'\\' => j = at + 2,
+                b'{' => {
+                    depth += 1;
+                    j = at + 1;
+                }
+                _ => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some((&text[open..at], at + 1));
+                    }
+                    j = at + 1;
+                }
+            }
+            if j >= bytes.len() {
+                break;
+            }
+        }
+        return None;
+    }
+    if i == after {
+        return None; // `\boxed$` or `\boxed` at the end: nothing boxed
+    }
+    let end = bytes[i..]
+        .iter()
+        .position(|b| b.is_ascii_whitespace() || *b == b'$')
+        .map_or(bytes.len(), |k| i + k);
+    (end > i).then(|| (&text[i..end], end))
+}
+
+/// The value after a line marker ending at `start`.
+///
+/// A value that opens with `$`, `$$`, `\(` or `\[` runs to its closing
+/// delimiter; otherwise it runs to the end of the line or of the sentence
+/// (a `.` followed by a space). Trailing punctuation and bold markers go.
+fn marker_value(text: &str, start: usize) -> Option<&str> {
+    let mut s = &text[start..];
+    s = s.trim_start_matches([' ', '\t', ':']);
+    s = s.strip_prefix("**").unwrap_or(s);
+    s = s.trim_start();
+    for (open, close) in [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")] {
+        if let Some(inner) = s.strip_prefix(open) {
+            if let Some(k) = memmem::find(inner.as_bytes(), close.as_bytes()) {
+                let v = &s[..open.len() + k + close.len()];
+                return Some(v).filter(|v| v.len() > open.len() + close.len());
+            }
+        }
+    }
+    let line = s.split('\n').next().unwrap_or("");
+    let bytes = line.as_bytes();
+    let sentence_end = (0..bytes.len())
+        .find(|&i| bytes[i] == b'.' && bytes.get(i + 1).is_some_and(|b| *b == b' '))
+        .unwrap_or(line.len());
+    let v = trim_value(&line[..sentence_end]);
+    (!v.is_empty()).then_some(v)
+}
+
+fn trim_value(v: &str) -> &str {
+    let mut v = v.trim();
+    loop {
+        let before = v.len();
+        v = v.trim_end_matches(['.', ',', ';', '!', '?', ' ', '\t', '\r']);
+        v = v.strip_suffix("**").unwrap_or(v);
+        if v.len() == before {
+            return v;
+        }
+    }
+}
+
+/// The last complete `**…**` pair: (end, content).
+fn last_bold(text: &str, max_len: usize) -> Option<(usize, &str)> {
+    let mut open: Option<usize> = None;
+    let mut last = None;
+    for at in memmem::find_iter(text.as_bytes(), b"**") {
+        // memmem reports non-overlapping matches, so `***` is one `**` then `*`.
+        match open.take() {
+            Some(o) => {
+                let content = text[o..at].trim();
+                if content.len() <= max_len && !content.contains('\n') {
+                    last = Some((at + 2, trim_value(content)));
+                }
+            }
+            None => open = Some(at + 2),
+        }
+    }
+    last
+}
+
+/// The last complete `$…$`, `$$…$$`, `\(…\)` or `\[…\]` span: (end, span).
+/// Delimiters are paired from the start of the text, so a `$` in the middle
+/// of a span never opens a new one.
+fn last_math_span(text: &str) -> Option<(usize, &str)> {
+    let bytes = text.as_bytes();
+    // The closing delimiter of the open span, and where it opened.
+    let mut open: Option<(&[u8], usize)> = None;
+    let mut last = None;
+    let mut i = 0;
+    while let Some(k) = memchr::memchr2(b'$', b'\\', &bytes[i..]) {
+        let at = i + k;
+        let next = bytes.get(at + 1).copied();
+        let (token, len): (&[u8], usize) = match (bytes[at], next) {
+            (b'\\', Some(b'(')) => (b"\\(", 2),
+            (b'\\', Some(b')')) => (b"\\)", 2),
+            (b'\\', Some(b'[')) => (b"\\[", 2),
+            (b'\\', Some(b']')) => (b"\\]", 2),
+            (b'\\', Some(_)) => (b"", 2), // any other escape, `\$` included
+            (b'\\', None) => (b"", 1),
+            (_, Some(b'$')) => (b"$$", 2),
+            _ => (b"$", 1),
+        };
+        i = at + len;
+        match open {
+            Some((close, start)) if token == close => {
+                last = Some((i, text[start..i].trim()));
+                open = None;
+            }
+            Some((b"$", start)) if token == b"$$" => {
+                // `$x$$y$`: the first `$` closes, the second opens.
+                last = Some((at + 1, &text[start..at + 1]));
+                open = Some((b"$", at));
+            }
+            Some(_) => {}
+            None => {
+                let close: &[u8] = match token {
+                    b"\\(" => b"\\)",
+                    b"\\[" => b"\\]",
+                    b"$$" => b"$$",
+                    b"$" => b"$",
+                    _ => continue,
+                };
+                open = Some((close, at));
+            }
+        }
+        if i >= bytes.len() {
+            break;
+        }
+    }
+    last
+}
+
+const CHOICES: std::ops::RangeInclusive<u8> = b'A'..=b'J';
+
+/// The last `(X)` in the tail, or a lone capital letter ending the text
+/// (`…so the best option is B.`): (end, letter).
+fn last_choice(text: &str, tail: usize) -> Option<(usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut last = None;
+    let region = &bytes[tail..];
+    for k in memchr::memchr_iter(b'(', region) {
+        let at = tail + k;
+        if bytes.get(at + 2) == Some(&b')') && CHOICES.contains(&bytes[at + 1]) {
+            last = Some((at + 3, &text[at + 1..at + 2]));
+        }
+    }
+    let t = trim_value(text.trim_end_matches(['$', '*', ')', '}']));
+    let end = t.as_ptr() as usize - text.as_ptr() as usize + t.len();
+    if end >= 1 && end > tail && CHOICES.contains(&bytes[end - 1]) {
+        let lone = end == 1 || !bytes[end - 2].is_ascii_alphanumeric();
+        if lone && last.is_none_or(|(e, _)| e < end) {
+            last = Some((end, &text[end - 1..end]));
+        }
+    }
+    last
+}
+
+/// The last number starting in the tail: `-1,234.5`, `3/4`, `12%`: (end, number).
+fn last_number(text: &str, tail: usize) -> Option<(usize, &str)> {
+    let bytes = text.as_bytes();
+    // Back up so that a number straddling the tail start is read whole.
+    let mut i = tail;
+    while i > 0 && (bytes[i - 1].is_ascii_digit() || matches!(bytes[i - 1], b'.' | b',')) {
+        i -= 1;
+    }
+    let mut last = None;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let mut start = i;
+        if start > 0 && bytes[start - 1] == b'-' {
+            start -= 1;
+        }
+        let mut j = digits_end(bytes, i);
+        // Thousands groups: a comma followed by exactly three digits.
+        while bytes.get(j) == Some(&b',') && digits_end(bytes, j + 1) == j + 4 {
+            j += 4;
+        }
+        if bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
+            j = digits_end(bytes, j + 1);
+        }
+        if bytes.get(j) == Some(&b'/') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
+            j = digits_end(bytes, j + 1);
+        }
+        if bytes.get(j) == Some(&b'%') {
+            j += 1;
+        }
+        last = Some((j, &text[start..j]));
+        i = j;
+    }
+    last
+}
+
+fn digits_end(bytes: &[u8], mut i: usize) -> usize {
+    while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ans(text: &str) -> Option<(Vec<&str>, Rule)> {
+        extract_answer(text, &ExtractOptions::default()).map(|e| (e.parts, e.rule))
+    }
+
+    fn one(text: &str) -> (&str, Rule) {
+        let (parts, rule) = ans(text).expect("an answer");
+        assert_eq!(parts.len(), 1, "{parts:?}");
+        (parts[0], rule)
+    }
+
+    #[test]
+    fn boxes_with_nested_and_escaped_braces() {
+        assert_eq!(
+            one("so \\boxed{\\frac{1}{2}} done"),
+            ("\\frac{1}{2}", Rule::Boxed)
+        );
+        assert_eq!(one("\\boxed{\\{1, 2\\}}"), ("\\{1, 2\\}", Rule::Boxed));
+        assert_eq!(one("\\fbox{7}"), ("7", Rule::Boxed));
+        assert_eq!(one("$\\boxed 5$"), ("5", Rule::Boxed));
+        assert_eq!(one("\\boxed { 3 }"), ("3", Rule::Boxed));
+        // A box inside a box is one answer.
+        assert_eq!(one("\\boxed{\\boxed{3}}"), ("\\boxed{3}", Rule::Boxed));
+    }
+
+    #[test]
+    fn several_boxes_are_all_parts() {
+        let (parts, rule) = ans("\\boxed{(2,2)} and \\boxed{(6,2)}").expect("boxes");
+        assert_eq!(parts, vec!["(2,2)", "(6,2)"]);
+        assert_eq!(rule, Rule::Boxed);
+    }
+
+    #[test]
+    fn unclosed_box_is_skipped() {
+        assert_eq!(one("the answer is 4. \\boxed{4"), ("4", Rule::AnswerIs));
+        assert_eq!(ans("\\boxedx{4}"), Some((vec!["4"], Rule::LastNumber)));
+        assert_eq!(ans("\\boxed{}"), Some((vec![""], Rule::Boxed)));
+    }
+
+    #[test]
+    fn box_beats_other_markers() {
+        assert_eq!(
+            one("Answer: 3\n#### 4\n\\boxed{5} the answer is 6"),
+            ("5", Rule::Boxed)
+        );
+    }
+
+    #[test]
+    fn answer_tag_last_pair() {
+        assert_eq!(
+            one("<think>hm</think><answer> 4 </answer> <answer>x = 5</answer>"),
+            ("x = 5", Rule::AnswerTag)
+        );
+        assert_eq!(one("<ANSWER>7</ANSWER>"), ("7", Rule::AnswerTag));
+    }
+
+    #[test]
+    fn minerva_final_answer() {
+        assert_eq!(
+            one("Final Answer: The final answer is $\\frac{3}{4}$. I hope it is correct."),
+            ("$\\frac{3}{4}$", Rule::FinalAnswer)
+        );
+        assert_eq!(
+            one("Final Answer: The final answer is 12. I hope it is correct."),
+            ("12", Rule::FinalAnswer)
+        );
+    }
+
+    #[test]
+    fn gsm8k_hashes_last_wins() {
+        assert_eq!(one("a\n#### 70\nwait\n#### 72"), ("72", Rule::Gsm8k));
+        assert_eq!(one("#### 1,080\n"), ("1,080", Rule::Gsm8k));
+    }
+
+    #[test]
+    fn answer_colon_forms() {
+        assert_eq!(one("Answer: 42"), ("42", Rule::AnswerColon));
+        assert_eq!(one("**Answer:** 42."), ("42", Rule::AnswerColon));
+        assert_eq!(one("**Answer: 42**"), ("42", Rule::AnswerColon));
+        assert_eq!(
+            one("Answer: 1\nno, Answer: 2\nthanks"),
+            ("2", Rule::AnswerColon)
+        );
+    }
+
+    #[test]
+    fn answer_is_sentence() {
+        assert_eq!(
+            one("So the answer is 3.5. Done, 7 steps."),
+            ("3.5", Rule::AnswerIs)
+        );
+        assert_eq!(one("The answer is: (B)"), ("(B)", Rule::AnswerIs));
+        assert_eq!(
+            one("the answer is 1. No wait, the answer is 2."),
+            ("2", Rule::AnswerIs)
+        );
+        assert_eq!(
+            one("The answer is $x = 5$. Also 7."),
+            ("$x = 5$", Rule::AnswerIs)
+        );
+    }
+
+    #[test]
+    fn last_value_picks_the_latest() {
+        assert_eq!(one("first 3 then 4"), ("4", Rule::LastNumber));
+        assert_eq!(one("so $\\frac{1}{2}$"), ("$\\frac{1}{2}$", Rule::MathSpan));
+        assert_eq!(one("it is $x=2$, then 9"), ("9", Rule::LastNumber));
+        assert_eq!(one("total **12** apples"), ("12", Rule::Bold));
+        assert_eq!(one("-1,234.5 m"), ("-1,234.5", Rule::LastNumber));
+        assert_eq!(one("about 3/4 of it"), ("3/4", Rule::LastNumber));
+        assert_eq!(one("that is 12%."), ("12%", Rule::LastNumber));
+        assert_eq!(one("pick 2, 1,23"), ("23", Rule::LastNumber));
+        assert_eq!(one("\\[ x^2 \\] ok"), ("\\[ x^2 \\]", Rule::MathSpan));
+        assert_eq!(one("I choose (C) here"), ("C", Rule::Choice));
+        assert_eq!(one("so it must be B."), ("B", Rule::Choice));
+        assert_eq!(ans("no value here at all"), None);
+        assert_eq!(ans("Is it A cat?"), None);
+    }
+
+    #[test]
+    fn last_value_only_near_the_end() {
+        let text = format!("x = 5 {}", "words ".repeat(200));
+        assert_eq!(ans(&text), None);
+        let opts = ExtractOptions {
+            tail_len: 10_000,
+            ..ExtractOptions::default()
+        };
+        let e = extract_answer(&text, &opts).expect("found with a wide tail");
+        assert_eq!(e.parts, vec!["5"]);
+    }
+
+    #[test]
+    fn configurable_rules() {
+        let opts = ExtractOptions {
+            rules: vec![Rule::Gsm8k, Rule::Boxed],
+            ..ExtractOptions::default()
+        };
+        let e = extract_answer("\\boxed{1}\n#### 2", &opts).expect("gsm8k first");
+        assert_eq!((e.parts, e.rule), (vec!["2"], Rule::Gsm8k));
+        let only_box = ExtractOptions {
+            rules: vec![Rule::Boxed],
+            ..ExtractOptions::default()
+        };
+        assert_eq!(extract_answer("Answer: 3", &only_box), None);
+        assert_eq!(Rule::from_name("gsm8k"), Some(Rule::Gsm8k));
+        assert_eq!(Rule::from_name("bare"), None);
+        for r in Rule::ALL {
+            if r != Rule::Bare {
+                assert!(Rule::NAMES.contains(r.name()));
+            }
+        }
+    }
+
+    #[test]
+    fn gold_is_bare_unless_marked() {
+        let o = ExtractOptions::default();
+        let g = |t| extract_gold(t, &o).map(|e| (e.parts, e.rule));
+        assert_eq!(g(" \\frac34 "), Some((vec!["\\frac34"], Rule::Bare)));
+        assert_eq!(g("x \\ge 2"), Some((vec!["x \\ge 2"], Rule::Bare)));
+        assert_eq!(
+            g("She has 3 + 4 = 7.\n#### 72"),
+            Some((vec!["72"], Rule::Gsm8k))
+        );
+        assert_eq!(g("   "), None);
+    }
+
+    #[test]
+    fn length_limit() {
+        let opts = ExtractOptions {
+            max_len: 8,
+            ..ExtractOptions::default()
+        };
+        assert!(over_limit("\\boxed{12}", &opts));
+        assert_eq!(extract_answer("\\boxed{12}", &opts), None);
+        assert_eq!(extract_gold("\\boxed{12}", &opts), None);
+    }
+
+    #[test]
+    fn utf8_tail_boundary() {
+        let text = format!("{} 7", "é".repeat(400));
+        assert_eq!(one(&text), ("7", Rule::LastNumber));
+    }
+
+    #[test]
+    fn pathological_inputs_stay_linear() {
+        // 10^5 nested braces, unclosed: no answer and no stack growth.
+        let deep = format!("\\boxed{}", "{".repeat(100_000));
+        let _ = ans(&deep);
+        let many = "\\boxed{1}".repeat(20_000);
+        assert_eq!(ans(&many).map(|(p, _)| p.len()), Some(20_000));
+        let dollars = "$".repeat(100_001);
+        let _ = ans(&dollars);
+        let stars = "*".repeat(100_001);
+        let _ = ans(&stars);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parts_are_substrings(s in "[\\\\{}$*()#a-zA-Z0-9 :.,<>/\n-]{0,200}") {
+            for f in [extract_answer, extract_gold] {
+                if let Some(e) = f(&s, &ExtractOptions::default()) {
+                    for p in e.parts {
+                        let start = p.as_ptr() as usize - s.as_ptr() as usize;
+                        proptest::prop_assert!(start + p.len() <= s.len());
+                    }
+                }
+            }
+        }
+    }
+}
