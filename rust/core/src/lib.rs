@@ -9,5 +9,6 @@ pub mod error;
 pub mod extract;
 pub mod group;
 pub mod parallel;
+pub mod reward;
 
 pub use error::CoreError;

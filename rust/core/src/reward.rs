@@ -1,0 +1,380 @@
+//! Reward specs, built once and applied to a whole batch across the pool.
+//!
+//! A [`RewardSet`] is a list of weighted [`Spec`]s (math equivalence, exact
+//! string, multiple choice, a regex format check, DAPO's soft overlong
+//! punishment). [`RewardSet::score`] fills one column per spec and their
+//! weighted sum. NaN marks an item a spec cannot score (no gold, a gold with
+//! no choice letter); a NaN in a weighted column makes the total NaN, so that
+//! the item is left out of group statistics rather than scored as a failure.
+
+use rayon::prelude::*;
+use regex::{Regex, RegexBuilder};
+
+use crate::error::{CoreError, Result};
+use crate::extract::{extract_answer, ExtractOptions};
+use crate::parallel;
+
+/// Below this many items a batch is scored on the calling thread. Verifying
+/// one item costs microseconds, so the pool pays off far sooner than for the
+/// arithmetic kernels of `parallel::MIN_PARALLEL_LEN`.
+pub const MIN_PARALLEL_ITEMS: usize = 64;
+
+/// Compiled regexes above this size are refused (the `regex` crate's
+/// matching is linear-time; this bounds its memory).
+const REGEX_SIZE_LIMIT: usize = 1 << 21;
+
+/// One reward.
+#[derive(Debug, Clone)]
+pub enum Spec {
+    /// 1 when the answer (or the whole completion) equals the gold string.
+    Exact {
+        /// Compare the extracted answer (parts joined by ", ") instead of the whole text.
+        extract: Option<ExtractOptions>,
+        case_sensitive: bool,
+    },
+    /// 1 when the completion's choice letter equals the gold letter.
+    Choice(ExtractOptions),
+    /// 1 when the regex matches the completion (anchor it with `^…$` for a full match).
+    Format(Regex),
+    /// DAPO soft overlong punishment of the token length `L` (Yu et al. 2025, eq. 13):
+    /// 0 if `L <= max_len - cache_len`, `((max_len - cache_len) - L) / cache_len`
+    /// if `L <= max_len`, -1 beyond.
+    Overlong { max_len: u32, cache_len: u32 },
+}
+
+impl Spec {
+    /// A format spec from a pattern; `dot_all` lets `.` match newlines (as
+    /// TRL's format reward does with `re.DOTALL`).
+    pub fn format(pattern: &str, dot_all: bool) -> Result<Spec> {
+        RegexBuilder::new(pattern)
+            .dot_matches_new_line(dot_all)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map(Spec::Format)
+            .map_err(|e| CoreError::InvalidParameter(format!("bad format regex: {e}")))
+    }
+
+    /// An overlong spec, checking `0 <= cache_len <= max_len` and `max_len > 0`.
+    pub fn overlong(max_len: u32, cache_len: u32) -> Result<Spec> {
+        if max_len == 0 || cache_len > max_len {
+            return Err(CoreError::InvalidParameter(format!(
+                "overlong needs 0 <= cache_len <= max_len and max_len > 0; got max_len={max_len}, cache_len={cache_len}"
+            )));
+        }
+        Ok(Spec::Overlong { max_len, cache_len })
+    }
+
+    fn needs_gold(&self) -> bool {
+        matches!(self, Spec::Exact { .. } | Spec::Choice(_))
+    }
+
+    /// The reward of one item (NaN when unscorable).
+    pub fn score(&self, completion: &str, gold: Option<&str>, length: Option<u32>) -> f32 {
+        let gold = match (self.needs_gold(), gold) {
+            (true, None) => return f32::NAN,
+            (_, g) => g.unwrap_or(""),
+        };
+        match self {
+            Spec::Exact {
+                extract,
+                case_sensitive,
+            } => {
+                let pred = match extract {
+                    Some(opts) => match extract_answer(completion, opts) {
+                        Some(e) => e.parts.join(", "),
+                        None => return 0.0,
+                    },
+                    None => completion.trim().to_owned(),
+                };
+                let gold = gold.trim();
+                let same = if *case_sensitive {
+                    pred == gold
+                } else {
+                    pred.to_lowercase() == gold.to_lowercase()
+                };
+                f32::from(u8::from(same))
+            }
+            Spec::Choice(opts) => {
+                let Some(want) = choice_letter(gold) else {
+                    return f32::NAN;
+                };
+                let got = extract_answer(completion, opts)
+                    .filter(|e| e.parts.len() == 1)
+                    .and_then(|e| choice_letter(e.parts[0]));
+                f32::from(u8::from(got == Some(want)))
+            }
+            Spec::Format(re) => f32::from(u8::from(re.is_match(completion))),
+            Spec::Overlong { max_len, cache_len } => match length {
+                Some(l) => overlong_penalty(l, *max_len, *cache_len),
+                None => f32::NAN,
+            },
+        }
+    }
+}
+
+/// DAPO soft overlong punishment; see [`Spec::Overlong`].
+pub fn overlong_penalty(length: u32, max_len: u32, cache_len: u32) -> f32 {
+    let expected = f64::from(max_len - cache_len.min(max_len));
+    let l = f64::from(length);
+    if l <= expected {
+        0.0
+    } else if length <= max_len {
+        ((expected - l) / f64::from(cache_len)) as f32
+    } else {
+        -1.0
+    }
+}
+
+/// The choice letter of an answer: `C`, `(C)`, `C.`, `C)`, `\text{(C)}`,
+/// `$C$`, `**C**`, `(C) 42` (a letter followed by its option text). Case is
+/// ignored; anything else (`CD`, `42`) has no letter.
+pub fn choice_letter(answer: &str) -> Option<char> {
+    let mut s = answer.trim();
+    loop {
+        let before = s.len();
+        for (open, close) in [
+            ("$", "$"),
+            ("**", "**"),
+            ("\\text{", "}"),
+            ("\\textbf{", "}"),
+            ("\\mathrm{", "}"),
+        ] {
+            if let Some(inner) = s.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
+                s = inner.trim();
+            }
+        }
+        s = s.trim_end_matches(['.', ' ']);
+        if s.len() == before {
+            break;
+        }
+    }
+    let s = s.strip_prefix('(').unwrap_or(s);
+    let mut chars = s.chars();
+    let letter = chars.next().filter(char::is_ascii_alphabetic)?;
+    let rest = chars.as_str();
+    let ends = rest.is_empty()
+        || rest.starts_with([')', '.', ':'])
+        || rest.starts_with(char::is_whitespace);
+    ends.then(|| letter.to_ascii_uppercase())
+}
+
+/// The gold of each item: one for all, or one per item (`None`: no gold).
+#[derive(Debug, Clone, Copy)]
+pub enum Golds<'a> {
+    One(Option<&'a str>),
+    Each(&'a [Option<&'a str>]),
+}
+
+impl<'a> Golds<'a> {
+    fn get(&self, i: usize) -> Option<&'a str> {
+        match *self {
+            Golds::One(g) => g,
+            Golds::Each(gs) => gs[i],
+        }
+    }
+}
+
+/// Several weighted specs.
+#[derive(Debug, Clone, Default)]
+pub struct RewardSet {
+    pub specs: Vec<(Spec, f32)>,
+}
+
+/// The weighted total and one column per spec, each `[N]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scores {
+    pub total: Vec<f32>,
+    pub columns: Vec<Vec<f32>>,
+}
+
+impl RewardSet {
+    /// Score a batch. `golds` and `lengths` must have one entry per
+    /// completion; `lengths` (tokens) is required by overlong specs only.
+    pub fn score(
+        &self,
+        completions: &[&str],
+        golds: Golds<'_>,
+        lengths: Option<&[u32]>,
+    ) -> Result<Scores> {
+        let n = completions.len();
+        if let Golds::Each(gs) = golds {
+            check_len("golds", gs.len(), n)?;
+        }
+        if let Some(ls) = lengths {
+            check_len("lengths", ls.len(), n)?;
+        } else if self
+            .specs
+            .iter()
+            .any(|(s, _)| matches!(s, Spec::Overlong { .. }))
+        {
+            return Err(CoreError::InvalidParameter(
+                "the overlong reward needs the token lengths of the completions (lengths=...)"
+                    .into(),
+            ));
+        }
+        for (i, (_, w)) in self.specs.iter().enumerate() {
+            if !w.is_finite() {
+                return Err(CoreError::NonFinite {
+                    what: "weights",
+                    index: i,
+                    value: f64::from(*w),
+                });
+            }
+        }
+        let columns: Vec<Vec<f32>> = self
+            .specs
+            .iter()
+            .map(|(spec, _)| {
+                map_items(n, |i| {
+                    spec.score(completions[i], golds.get(i), lengths.map(|l| l[i]))
+                })
+            })
+            .collect();
+        let total = (0..n)
+            .map(|i| {
+                self.specs
+                    .iter()
+                    .zip(&columns)
+                    .filter(|((_, w), _)| *w != 0.0)
+                    .map(|((_, w), col)| w * col[i])
+                    .sum()
+            })
+            .collect();
+        Ok(Scores { total, columns })
+    }
+}
+
+fn check_len(what: &'static str, len: usize, n: usize) -> Result<()> {
+    if len == n {
+        Ok(())
+    } else {
+        Err(CoreError::LengthMismatch {
+            left: what,
+            left_len: len,
+            right: "completions",
+            right_len: n,
+        })
+    }
+}
+
+/// `f(0..n)` in order, on the pool when the batch is big enough.
+pub fn map_items<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    if n < MIN_PARALLEL_ITEMS || parallel::num_threads() == 1 {
+        return (0..n).map(f).collect();
+    }
+    // Small chunks: the cost of one item varies a lot (a long completion, a
+    // parse that hits its budget), so work-stealing needs many pieces.
+    parallel::pool().install(|| (0..n).into_par_iter().with_min_len(8).map(f).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlong_matches_the_dapo_formula() {
+        // Lmax = 20, Lcache = 4: free up to 16, then linear down to -1 at 20.
+        let want = [
+            (0u32, 0.0f32),
+            (16, 0.0),
+            (17, -0.25),
+            (18, -0.5),
+            (20, -1.0),
+            (21, -1.0),
+        ];
+        for (l, w) in want {
+            assert_eq!(overlong_penalty(l, 20, 4), w, "L={l}");
+        }
+        assert_eq!(overlong_penalty(20, 20, 0), 0.0);
+        assert_eq!(overlong_penalty(21, 20, 0), -1.0);
+        assert!(Spec::overlong(10, 11).is_err());
+        assert!(Spec::overlong(0, 0).is_err());
+    }
+
+    #[test]
+    fn choice_letters() {
+        for (s, want) in [
+            ("C", Some('C')),
+            ("(c)", Some('C')),
+            ("B.", Some('B')),
+            ("\\text{(D)}", Some('D')),
+            ("$A$", Some('A')),
+            ("**E**", Some('E')),
+            ("(B) 42", Some('B')),
+            ("CD", None),
+            ("42", None),
+            ("", None),
+        ] {
+            assert_eq!(choice_letter(s), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn format_exact_choice_and_weights() {
+        let set = RewardSet {
+            specs: vec![
+                (
+                    Spec::format(r"^<think>.*?</think>\s*<answer>.*?</answer>$", true)
+                        .expect("valid"),
+                    0.5,
+                ),
+                (
+                    Spec::Exact {
+                        extract: Some(ExtractOptions::default()),
+                        case_sensitive: false,
+                    },
+                    1.0,
+                ),
+                (Spec::Choice(ExtractOptions::default()), 2.0),
+            ],
+        };
+        let completions = [
+            "<think>a\nb</think>\n<answer>B</answer>",
+            "<think>a</think> the answer is b",
+            "no format, no answer",
+        ];
+        let golds = [Some("b"), Some("B"), None];
+        let s = set
+            .score(&completions, Golds::Each(&golds), None)
+            .expect("scored");
+        assert_eq!(s.columns[0], vec![1.0, 0.0, 0.0]);
+        assert_eq!(s.columns[1][..2], [1.0, 1.0]);
+        assert_eq!(s.columns[2][..2], [1.0, 1.0]);
+        assert!(s.columns[2][2].is_nan() && s.columns[1][2].is_nan());
+        assert_eq!(s.columns[0][2], 0.0);
+        assert_eq!(s.total[..2], [3.5, 3.0]);
+        assert!(s.total[2].is_nan());
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        assert!(Spec::format("(", true).is_err());
+        let set = RewardSet {
+            specs: vec![(Spec::overlong(10, 2).expect("valid"), 1.0)],
+        };
+        assert!(set.score(&["a"], Golds::One(None), None).is_err());
+        assert!(set.score(&["a"], Golds::One(None), Some(&[1, 2])).is_err());
+        assert!(set
+            .score(&["a", "b"], Golds::Each(&[Some("x")]), Some(&[1, 2]))
+            .is_err());
+        let s = set
+            .score(&["a", "b"], Golds::One(None), Some(&[9, 11]))
+            .expect("scored");
+        assert_eq!(s.total, vec![-0.5, -1.0]);
+    }
+
+    #[test]
+    fn parallel_and_serial_agree() {
+        let set = RewardSet {
+            specs: vec![(Spec::format(r"\d{3}", false).expect("valid"), 1.0)],
+        };
+        let texts: Vec<String> = (0..1000).map(|i| format!("x{}", i * 7)).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let s = set.score(&refs, Golds::One(None), None).expect("scored");
+        let want: Vec<f32> = (0..1000)
+            .map(|i| if i * 7 >= 100 { 1.0 } else { 0.0 })
+            .collect();
+        assert_eq!(s.total, want);
+    }
+}
