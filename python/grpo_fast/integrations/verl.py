@@ -1,0 +1,322 @@
+"""verl drop-ins: advantage estimators and reward functions with verl's signatures.
+
+Advantage estimators
+--------------------
+``compute_grpo_outcome_advantage``, ``compute_grpo_vectorized_outcome_advantage``,
+``compute_rloo_outcome_advantage``, ``compute_rloo_vectorized_outcome_advantage``,
+``compute_reinforce_plus_plus_baseline_outcome_advantage`` and
+``compute_grpo_passk_outcome_advantage`` take verl's arguments
+(``token_level_rewards [bs, T]``, ``response_mask [bs, T]``, ``index`` — verl's
+uuid strings as a numpy object array — ``epsilon``, ``config``) and return
+verl's ``(advantages, returns)`` pair of ``[bs, T]`` tensors, with verl's
+conventions (see ``verl/trainer/ppo/core_algos.py``):
+
+- ``grpo`` / ``grpo_vectorized``: a singleton group keeps its raw score (verl
+  uses mean 0, std 1 for it: ``score / (1 + epsilon)``, or the score itself
+  without std normalisation); ``config`` is not read (verl's own functions do
+  not read it either).
+- ``rloo``: a singleton keeps its raw score; ``rloo_vectorized``: it gets 0.
+- ``reinforce_plus_plus_baseline``: a singleton keeps its raw score, then the
+  centred scores are whitened over the *tokens* of the batch (verl's
+  ``masked_whiten``: token-weighted mean and Bessel-corrected variance,
+  ``rsqrt(var + 1e-8)``).
+- ``grpo_passk``: every group needs two responses (ValueError otherwise);
+  ``norm_adv_by_std_in_grpo`` is read from ``config``.
+
+The group statistics come from grpo-fast's Rust core (:func:`grpo_fast.compute_advantages`);
+this module only adapts conventions and spreads the result over the tokens.
+
+When verl is importable, importing this module also registers the estimators
+in verl's registry as ``grpo_fast_grpo``, ``grpo_fast_grpo_vectorized``,
+``grpo_fast_rloo``, ``grpo_fast_rloo_vectorized``,
+``grpo_fast_reinforce_plus_plus_baseline`` and ``grpo_fast_grpo_passk``
+(``algorithm.adv_estimator=grpo_fast_grpo``). verl hands a registered estimator
+only ``token_level_rewards``, ``response_mask``, ``index`` and ``config``, so
+the registered GRPO variants read ``norm_adv_by_std_in_grpo`` from ``config``.
+
+Reward functions
+----------------
+:func:`compute_score` (verl's ``NaiveRewardManager`` form) and
+:func:`compute_score_batch` (``BatchRewardManager``) are loadable through verl's
+``custom_reward_function`` config::
+
+    reward_model.reward_manager=batch
+    custom_reward_function.path=pkg://grpo_fast.integrations.verl
+    custom_reward_function.name=compute_score_batch
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grpo_fast.advantages import broadcast_to_tokens, compute_advantages
+from grpo_fast.errors import InvalidInputError
+
+__all__ = [
+    "REGISTERED_NAMES",
+    "compute_grpo_outcome_advantage",
+    "compute_grpo_passk_outcome_advantage",
+    "compute_grpo_vectorized_outcome_advantage",
+    "compute_reinforce_plus_plus_baseline_outcome_advantage",
+    "compute_rloo_outcome_advantage",
+    "compute_rloo_vectorized_outcome_advantage",
+    "register_verl_estimators",
+]
+
+
+def _scores(token_level_rewards: Any, response_mask: Any) -> Any:
+    """Outcome score per response: the sum of its token rewards, as verl takes it."""
+    if token_level_rewards.dim() != 2 or tuple(response_mask.shape) != tuple(
+        token_level_rewards.shape
+    ):
+        raise InvalidInputError(
+            f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
+            f"{tuple(response_mask.shape)} must both be [bs, response_length]"
+        )
+    return token_level_rewards.detach().sum(dim=-1)
+
+
+def _check_index(index: Any, n: int) -> Any:
+    if index is None:
+        raise InvalidInputError("index (the uid of each response's prompt) is required")
+    if len(index) != n:
+        raise InvalidInputError(f"index has {len(index)} entries but there are {n} responses")
+    return index
+
+
+def _spread(adv: np.ndarray, scores: Any, response_mask: Any) -> tuple[Any, Any]:
+    import torch
+
+    a = torch.from_numpy(np.ascontiguousarray(adv)).to(device=scores.device, dtype=scores.dtype)
+    out = broadcast_to_tokens(a, response_mask)
+    return out, out
+
+
+def _group_centred(
+    scores: Any, index: Any, *, scale: str, epsilon: float, estimator: str = "grpo"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Core advantages, the scores as float64 numpy, and each response's group size."""
+    s = scores.cpu().numpy()
+    out = compute_advantages(s, index, estimator=estimator, scale=scale, eps=epsilon)
+    size = out.size[out.group_index]
+    return out.advantages.astype(np.float64), s.astype(np.float64), size
+
+
+def compute_grpo_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool = True,
+    config: Any = None,
+) -> tuple[Any, Any]:
+    """GRPO outcome advantage, as verl's ``compute_grpo_outcome_advantage``.
+
+    ``(score - mean_g) / (std_g + epsilon)`` (Bessel std), or ``score - mean_g``
+    when ``norm_adv_by_std_in_grpo`` is False (Dr. GRPO); a singleton group keeps
+    its raw score (``score / (1 + epsilon)`` when normalising), as verl does.
+
+    Returns
+    -------
+    (advantages, returns) : two references to one ``[bs, T]`` tensor, 0 off the mask.
+
+    Examples
+    --------
+    >>> import torch, numpy as np
+    >>> r = torch.tensor([[0.0, 1.0], [0.0, 0.0], [0.0, 2.0]])
+    >>> adv, _ = compute_grpo_outcome_advantage(r, torch.ones(3, 2), np.array(["a", "a", "b"]))
+    >>> [round(x, 3) for x in adv[:, 0].tolist()]
+    [0.707, -0.707, 2.0]
+    """
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    scale = "group" if norm_adv_by_std_in_grpo else "none"
+    adv, s, size = _group_centred(scores, index, scale=scale, epsilon=epsilon)
+    single = size == 1
+    adv[single] = s[single] / (1.0 + epsilon) if norm_adv_by_std_in_grpo else s[single]
+    return _spread(adv, scores, response_mask)
+
+
+def compute_grpo_vectorized_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool = True,
+    config: Any = None,
+) -> tuple[Any, Any]:
+    """verl's ``compute_grpo_vectorized_outcome_advantage``: the same values as the loop form."""
+    return compute_grpo_outcome_advantage(
+        token_level_rewards, response_mask, index, epsilon, norm_adv_by_std_in_grpo, config
+    )
+
+
+def compute_rloo_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """RLOO, as verl's ``compute_rloo_outcome_advantage``.
+
+    ``score - mean of the other responses of the group``; a singleton group keeps
+    its raw score, as verl's loop form does.
+    """
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon, estimator="rloo")
+    single = size == 1
+    adv[single] = s[single]
+    return _spread(adv, scores, response_mask)
+
+
+def compute_rloo_vectorized_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """verl's ``compute_rloo_vectorized_outcome_advantage``: RLOO with singletons at 0."""
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    adv, _, _ = _group_centred(scores, index, scale="none", epsilon=epsilon, estimator="rloo")
+    return _spread(adv, scores, response_mask)
+
+
+def compute_reinforce_plus_plus_baseline_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """REINFORCE++-baseline, as verl's function of that name.
+
+    ``score - mean_g`` (a singleton keeps its raw score), spread over the tokens,
+    then whitened over all valid tokens of the batch (token-weighted mean,
+    Bessel-corrected variance, ``rsqrt(var + 1e-8)``), as verl's ``masked_whiten``.
+    """
+    import torch
+
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon)
+    single = size == 1
+    adv[single] = s[single]
+    centred, _ = _spread(adv, scores, response_mask)
+    mask = response_mask.to(centred.dtype)
+    n = mask.sum()
+    if n < 2:
+        raise InvalidInputError(
+            f"reinforce_plus_plus_baseline whitens over the valid tokens and needs at least 2, "
+            f"got {int(n.item())}"
+        )
+    # verl's masked_mean adds 1e-8 to the token count.
+    mean = (centred * mask).sum() / (n + 1e-8)
+    var = (((centred - mean) ** 2) * mask).sum() / (n + 1e-8) * (n / (n - 1))
+    out = (centred - mean) * torch.rsqrt(var + 1e-8) * mask
+    return out, out
+
+
+def compute_grpo_passk_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool = True,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """Pass@k advantage, as verl's ``compute_grpo_passk_outcome_advantage``.
+
+    Only the best response of a group gets ``max - second max`` (divided by
+    ``std_g + epsilon`` when ``norm_adv_by_std_in_grpo``, read from ``config``
+    when given, as verl does). Every group needs at least two responses.
+    """
+    if config is not None:
+        norm_adv_by_std_in_grpo = config.get("norm_adv_by_std_in_grpo", True)
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    scale = "group" if norm_adv_by_std_in_grpo else "none"
+    adv, _, size = _group_centred(
+        scores, index, scale=scale, epsilon=epsilon, estimator="grpo_passk"
+    )
+    if np.any(size < 2):
+        i = int(np.argmax(size < 2))
+        raise InvalidInputError(
+            f"grpo_passk needs at least 2 responses per group; the group of response {i} "
+            f"(index {index[i]!r}) has {int(size[i])}"
+        )
+    return _spread(adv, scores, response_mask)
+
+
+def _norm_from_config(config: Any, default: bool = True) -> bool:
+    if config is None:
+        return default
+    return bool(config.get("norm_adv_by_std_in_grpo", default))
+
+
+def _registered_grpo(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any = None,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool | None = None,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    norm = _norm_from_config(config) if norm_adv_by_std_in_grpo is None else norm_adv_by_std_in_grpo
+    return compute_grpo_outcome_advantage(
+        token_level_rewards, response_mask, index, epsilon, norm, config
+    )
+
+
+_rfpp = compute_reinforce_plus_plus_baseline_outcome_advantage
+
+REGISTERED_NAMES = {
+    "grpo_fast_grpo": _registered_grpo,
+    "grpo_fast_grpo_vectorized": _registered_grpo,
+    "grpo_fast_rloo": compute_rloo_outcome_advantage,
+    "grpo_fast_rloo_vectorized": compute_rloo_vectorized_outcome_advantage,
+    "grpo_fast_reinforce_plus_plus_baseline": _rfpp,
+    "grpo_fast_grpo_passk": compute_grpo_passk_outcome_advantage,
+}
+
+
+def register_verl_estimators() -> bool:
+    """Register the estimators in verl's registry; False when verl is not importable.
+
+    Safe to call more than once, and from a second copy of this module (verl's
+    ``custom_reward_function.path`` may load it from its file): a name already
+    registered is left as it is.
+    """
+    try:
+        from verl.trainer.ppo import core_algos
+    except ImportError:
+        return False
+    registry = getattr(core_algos, "ADV_ESTIMATOR_REGISTRY", None)
+    for name, fn in REGISTERED_NAMES.items():
+        if registry is not None and name in registry:
+            continue
+        core_algos.register_adv_est(name)(fn)
+    return True
+
+
+def _verl_installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("verl") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+if _verl_installed():
+    register_verl_estimators()
