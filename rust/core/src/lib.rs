@@ -8,7 +8,9 @@ pub mod advantage;
 pub mod error;
 pub mod extract;
 pub mod group;
+pub mod math;
 pub mod parallel;
 pub mod reward;
+pub mod verify;
 
 pub use error::CoreError;

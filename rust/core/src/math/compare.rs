@@ -1,0 +1,516 @@
+//! Deciding whether two parsed answers are the same answer.
+//!
+//! Scalars are compared by value: both sides are evaluated at the same
+//! points (one point when there are no variables, three otherwise, so that
+//! `x^2+2x+1` and `(x+1)^2` agree as polynomials do, by Schwartz-Zippel).
+//! Rational values compare exactly; a decimal against a value with no
+//! terminating expansion, or anything irrational, compares within a relative
+//! tolerance (the caller's `rel_tol` when a decimal is involved, 1e-9
+//! otherwise). Structures compare element by element, sets and bare lists
+//! without regard to order.
+
+use std::collections::BTreeSet;
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{Signed, Zero};
+
+use super::ast::{Node, RelOp};
+use super::display::render;
+use super::eval::{Cq, Evaluator, C64, V};
+use super::parser::normalize_text;
+use super::{CompareOptions, Rejection};
+
+type R<T> = Result<T, Rejection>;
+
+/// Tolerance between two exact values that had to be computed in floating
+/// point (`2\sqrt2` against `\sqrt8`).
+const TIGHT: f64 = 1e-9;
+
+/// Values given to the variables at each test point: small distinct primes,
+/// so that sums with a variable bound stay short and powers stay exact.
+const POINT_VALUES: [i64; 16] = [
+    7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67,
+];
+
+pub(crate) struct Cmp<'a> {
+    pub opts: &'a CompareOptions,
+}
+
+fn singleton(n: &Node) -> &Node {
+    match n {
+        Node::List(v) if v.len() == 1 => singleton(&v[0]),
+        _ => n,
+    }
+}
+
+fn is_constant(n: &Node) -> bool {
+    free_symbols(n).is_empty()
+}
+
+pub(crate) fn free_symbols(n: &Node) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    n.walk(&mut |m| {
+        if let Node::Sym(s) = m {
+            if !matches!(s.as_str(), "e" | "i" | "pi") {
+                out.insert(s.clone());
+            }
+        }
+        if let Node::Indexed(s, _) | Node::Apply(s, _) = m {
+            out.insert(format!("{s}()"));
+        }
+    });
+    out
+}
+
+/// A name rather than a quantity: `x`, `a_3`, `f(x)`, `|AB|`, `NO/BO`, `(p,q)`.
+fn label_like(n: &Node) -> bool {
+    match n {
+        Node::Sym(s) => !matches!(s.as_str(), "e" | "i" | "pi"),
+        Node::Indexed(..) | Node::Apply(..) => true,
+        Node::Mul(v) | Node::Tuple(v) => !v.is_empty() && v.iter().all(label_like),
+        Node::Div(a, b) => label_like(a) && label_like(b),
+        Node::Func(_, a) => label_like(a),
+        _ => false,
+    }
+}
+
+/// Direction-normalised chain: `a > b` becomes `b < a`.
+fn normalize_chain(items: &[Node], ops: &[RelOp]) -> (Vec<Node>, Vec<RelOp>) {
+    if !ops.is_empty() && ops.iter().all(|o| matches!(o, RelOp::Gt | RelOp::Ge)) {
+        let items: Vec<Node> = items.iter().rev().cloned().collect();
+        let ops = ops
+            .iter()
+            .rev()
+            .map(|o| {
+                if *o == RelOp::Gt {
+                    RelOp::Lt
+                } else {
+                    RelOp::Le
+                }
+            })
+            .collect();
+        (items, ops)
+    } else {
+        (items.to_vec(), ops.to_vec())
+    }
+}
+
+/// `x = 5`, `x = 2+3 = 5`, `|AB| = 1`: the value assigned, when every
+/// earlier element is a name or a constant.
+fn assignment(items: &[Node], ops: &[RelOp]) -> Option<(Node, Node)> {
+    if items.len() < 2 || !ops.iter().all(|o| *o == RelOp::Eq) {
+        return None;
+    }
+    let (last, rest) = items.split_last()?;
+    if !rest.iter().all(|n| label_like(n) || is_constant(n)) {
+        return None;
+    }
+    let label = rest.iter().find(|n| label_like(n))?;
+    Some((label.clone(), last.clone()))
+}
+
+/// An inequality on one name as the interval it describes.
+fn as_interval(items: &[Node], ops: &[RelOp]) -> Option<Node> {
+    let (items, ops) = normalize_chain(items, ops);
+    let closed = |o: RelOp| match o {
+        RelOp::Le => Some(true),
+        RelOp::Lt => Some(false),
+        _ => None,
+    };
+    match (items.as_slice(), ops.as_slice()) {
+        ([a, x, b], [o1, o2]) if label_like(x) && is_constant(a) && is_constant(b) => {
+            Some(Node::Interval(
+                Box::new(a.clone()),
+                Box::new(b.clone()),
+                closed(*o1)?,
+                closed(*o2)?,
+            ))
+        }
+        ([x, b], [o]) if label_like(x) && is_constant(b) => Some(Node::Interval(
+            Box::new(Node::Neg(Box::new(Node::Inf))),
+            Box::new(b.clone()),
+            false,
+            closed(*o)?,
+        )),
+        ([a, x], [o]) if label_like(x) && is_constant(a) => Some(Node::Interval(
+            Box::new(a.clone()),
+            Box::new(Node::Inf),
+            closed(*o)?,
+            false,
+        )),
+        _ => None,
+    }
+}
+
+fn set_like(n: &Node) -> bool {
+    matches!(n, Node::Interval(..) | Node::Union(_) | Node::Set(_))
+        || matches!(n, Node::Tuple(v) if v.len() == 2)
+}
+
+impl Cmp<'_> {
+    pub(crate) fn equiv(&self, g: &Node, p: &Node) -> R<bool> {
+        let g = singleton(g);
+        let p = singleton(p);
+        match (g, p) {
+            (Node::Text(a), Node::Text(b)) => return Ok(a == b),
+            (Node::Text(a), o) | (o, Node::Text(a)) => {
+                return Ok(!o.is_structure() && normalize_text(&render(o)) == *a)
+            }
+            (Node::Ellipsis, Node::Ellipsis) => return Ok(true),
+            (Node::Ellipsis, _) | (_, Node::Ellipsis) => return Ok(false),
+            _ => {}
+        }
+        if let Node::Rel(items, ops) = g {
+            return self.rel_gold(items, ops, p);
+        }
+        if let Node::Rel(items, ops) = p {
+            if ops.as_slice() == [RelOp::In] {
+                return self.equiv(g, &items[1]);
+            }
+            if let Some((_, value)) = assignment(items, ops) {
+                return self.equiv(g, &value);
+            }
+            if set_like(g) && self.opts.allow_set_relation_comp {
+                if let Some(iv) = as_interval(items, ops) {
+                    return self.equiv(g, &iv);
+                }
+            }
+            return Ok(false);
+        }
+        match (g, p) {
+            (Node::List(a) | Node::Set(a), Node::List(b) | Node::Set(b)) => self.unordered(a, b),
+            (Node::Set(a), Node::Tuple(b)) | (Node::Tuple(a), Node::Set(b)) => self.unordered(a, b),
+            (Node::Tuple(a) | Node::List(a), Node::Tuple(b) | Node::List(b)) => self.ordered(a, b),
+            (Node::Interval(a1, b1, l1, r1), Node::Interval(a2, b2, l2, r2)) => {
+                Ok(l1 == l2 && r1 == r2 && self.equiv(a1, a2)? && self.equiv(b1, b2)?)
+            }
+            (Node::Interval(a1, b1, false, false), Node::Tuple(v))
+            | (Node::Tuple(v), Node::Interval(a1, b1, false, false))
+                if v.len() == 2 =>
+            {
+                Ok(self.equiv(a1, &v[0])? && self.equiv(b1, &v[1])?)
+            }
+            (Node::Union(a), Node::Union(b)) => self.unordered(a, b),
+            (Node::Union(a), o) | (o, Node::Union(a)) if a.len() == 1 => self.equiv(&a[0], o),
+            (Node::Matrix(a), Node::Matrix(b)) => {
+                if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.len() != y.len()) {
+                    return Ok(false);
+                }
+                for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+                    if !self.equiv(x, y)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            (Node::Matrix(m), Node::Tuple(v)) | (Node::Tuple(v), Node::Matrix(m)) => {
+                let flat: Vec<Node> = m.iter().flatten().cloned().collect();
+                if m.len() == 1 || m.iter().all(|r| r.len() == 1) {
+                    self.ordered(&flat, v)
+                } else {
+                    Ok(false)
+                }
+            }
+            (a, b) if a.is_structure() || b.is_structure() => Ok(false),
+            (a, b) => self.scalar(a, b),
+        }
+    }
+
+    fn rel_gold(&self, items: &[Node], ops: &[RelOp], p: &Node) -> R<bool> {
+        if ops == [RelOp::In] {
+            if let Node::Rel(pi, po) = p {
+                if po.as_slice() == [RelOp::In] {
+                    return self.equiv(&items[1], &pi[1]);
+                }
+            }
+            return self.equiv(&items[1], p);
+        }
+        let gassign = assignment(items, ops);
+        if let Node::Rel(pitems, pops) = p {
+            if pops.as_slice() == [RelOp::In] {
+                return match as_interval(items, ops) {
+                    Some(iv) => self.equiv(&iv, &pitems[1]),
+                    None => Ok(false),
+                };
+            }
+            if let (Some((_, gv)), Some((_, pv))) = (&gassign, assignment(pitems, pops)) {
+                if is_constant(gv) && is_constant(&pv) {
+                    return self.equiv(gv, &pv);
+                }
+            }
+            return self.relations(items, ops, pitems, pops);
+        }
+        if let Some((_, value)) = gassign {
+            return self.equiv(&value, p);
+        }
+        if set_like(p) {
+            if let Some(iv) = as_interval(items, ops) {
+                return self.equiv(&iv, p);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Two relations are the same when each side's `lhs - rhs` is a constant
+    /// multiple of the other's (positive for inequalities).
+    fn relations(&self, gi: &[Node], go: &[RelOp], pi: &[Node], po: &[RelOp]) -> R<bool> {
+        let (gi, go) = normalize_chain(gi, go);
+        let (pi, po) = normalize_chain(pi, po);
+        let all_eq = |o: &[RelOp]| o.iter().all(|x| *x == RelOp::Eq);
+        if all_eq(&go) && all_eq(&po) {
+            let dg = diff(&gi[0], &gi[gi.len() - 1]);
+            let dp = diff(&pi[0], &pi[pi.len() - 1]);
+            return self.proportional(&dg, &dp, false);
+        }
+        if go != po || gi.len() != pi.len() {
+            return Ok(false);
+        }
+        let positive = !matches!(go[0], RelOp::Eq | RelOp::Ne);
+        for k in 0..go.len() {
+            let dg = diff(&gi[k], &gi[k + 1]);
+            let dp = diff(&pi[k], &pi[k + 1]);
+            if !self.proportional(&dg, &dp, positive)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn proportional(&self, a: &Node, b: &Node, positive: bool) -> R<bool> {
+        let syms = symbols_of(&[a, b]);
+        let mut ratio: Option<V> = None;
+        let approx = a.has_decimal() || b.has_decimal();
+        for point in 0..points_for(&syms) {
+            let mut ev = Evaluator::new(&self.opts.limits);
+            bind(&mut ev, &syms, point);
+            let va = ev.eval(a)?;
+            let vb = ev.eval(b)?;
+            let za = is_zero(&va);
+            let zb = is_zero(&vb);
+            match (za, zb) {
+                (Some(true), Some(true)) => continue,
+                (Some(false), Some(false)) => {}
+                _ => return Ok(false),
+            }
+            let r = {
+                let mut ev2 = Evaluator::new(&self.opts.limits);
+                ev2.eval(&Node::Div(
+                    Box::new(value_node(&va)),
+                    Box::new(value_node(&vb)),
+                ))?
+            };
+            if positive && !is_positive(&r) {
+                return Ok(false);
+            }
+            match &ratio {
+                None => ratio = Some(r),
+                Some(r0) => {
+                    if !self.values_equal(r0, &r, approx, approx) {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn ordered(&self, a: &[Node], b: &[Node]) -> R<bool> {
+        if a.len() != b.len() {
+            return Ok(false);
+        }
+        for (x, y) in a.iter().zip(b) {
+            if !self.equiv(x, y)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn dedup<'n>(&self, v: &'n [Node]) -> R<Vec<&'n Node>> {
+        let mut out: Vec<&Node> = Vec::new();
+        for n in v {
+            let mut dup = false;
+            for m in &out {
+                if self.equiv(m, n)? {
+                    dup = true;
+                    break;
+                }
+            }
+            if !dup {
+                out.push(n);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The same elements, in any order, duplicates ignored.
+    fn unordered(&self, a: &[Node], b: &[Node]) -> R<bool> {
+        let a = self.dedup(a)?;
+        let b = self.dedup(b)?;
+        if a.len() != b.len() {
+            return Ok(false);
+        }
+        let mut used = vec![false; b.len()];
+        for x in &a {
+            let mut found = false;
+            for (j, y) in b.iter().enumerate() {
+                if !used[j] && self.equiv(x, y)? {
+                    used[j] = true;
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn scalar(&self, g: &Node, p: &Node) -> R<bool> {
+        // A percentage gold accepts its number and its fraction: 10% = 10 = 0.1.
+        if let Node::Percent(x) = g {
+            if !matches!(p, Node::Percent(_)) && self.scalar_values(x, p)? {
+                return Ok(true);
+            }
+        }
+        self.scalar_values(g, p)
+    }
+
+    fn scalar_values(&self, g: &Node, p: &Node) -> R<bool> {
+        let syms = symbols_of(&[g, p]);
+        let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        for point in 0..points_for(&syms) {
+            let mut ev = Evaluator::new(&self.opts.limits);
+            bind(&mut ev, &syms, point);
+            let vg = ev.eval(g)?;
+            let vp = ev.eval(p)?;
+            if !self.values_equal(&vg, &vp, dg, dp) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    pub(crate) fn values_equal(&self, a: &V, b: &V, dec_a: bool, dec_b: bool) -> bool {
+        match (a, b) {
+            (V::Undefined, _) | (_, V::Undefined) => false,
+            (V::Inf(x), V::Inf(y)) => x == y,
+            (V::Inf(_), _) | (_, V::Inf(_)) => false,
+            (V::Q(x), V::Q(y)) => {
+                if x == y {
+                    return true;
+                }
+                // A decimal approximates a value it cannot write exactly.
+                let approx = (dec_a && !terminates(y)) || (dec_b && !terminates(x));
+                approx && close(x.to_c64(), y.to_c64(), self.opts.rel_tol)
+            }
+            (x, y) => {
+                let (Some(x), Some(y)) = (x.as_c64(), y.as_c64()) else {
+                    return false;
+                };
+                let tol = if dec_a || dec_b {
+                    self.opts.rel_tol
+                } else {
+                    TIGHT
+                };
+                close(x, y, tol)
+            }
+        }
+    }
+}
+
+fn diff(a: &Node, b: &Node) -> Node {
+    Node::Add(vec![a.clone(), Node::Neg(Box::new(b.clone()))])
+}
+
+fn value_node(v: &V) -> Node {
+    match v {
+        V::Q(c) if c.im.is_zero() => Node::num(c.re.clone(), false),
+        V::Q(c) => Node::Add(vec![
+            Node::num(c.re.clone(), false),
+            Node::Mul(vec![Node::num(c.im.clone(), false), Node::Sym("i".into())]),
+        ]),
+        V::F(c) => {
+            let re = BigRational::from_float(c.re).unwrap_or_default();
+            let im = BigRational::from_float(c.im).unwrap_or_default();
+            // Marked as decimals: floating-point values are approximations.
+            Node::Add(vec![
+                Node::num(re, true),
+                Node::Mul(vec![Node::num(im, true), Node::Sym("i".into())]),
+            ])
+        }
+        V::Inf(_) | V::Undefined => Node::Inf,
+    }
+}
+
+fn is_zero(v: &V) -> Option<bool> {
+    match v {
+        V::Q(c) => Some(c.re.is_zero() && c.im.is_zero()),
+        V::F(c) => Some(c.re.abs() < 1e-12 && c.im.abs() < 1e-12),
+        _ => None,
+    }
+}
+
+fn is_positive(v: &V) -> bool {
+    match v {
+        V::Q(c) => c.im.is_zero() && c.re.is_positive(),
+        V::F(c) => c.im.abs() < 1e-12 && c.re > 0.0,
+        _ => false,
+    }
+}
+
+/// Whether a rational has a terminating decimal expansion.
+fn terminates(c: &Cq) -> bool {
+    let ok = |r: &BigRational| {
+        let mut d = r.denom().clone();
+        for p in [2u32, 5] {
+            let p = BigInt::from(p);
+            while (&d % &p).is_zero() {
+                d /= &p;
+            }
+        }
+        d == BigInt::from(1) || d.is_zero()
+    };
+    ok(&c.re) && ok(&c.im)
+}
+
+fn close(a: C64, b: C64, tol: f64) -> bool {
+    if !(a.re.is_finite() && a.im.is_finite() && b.re.is_finite() && b.im.is_finite()) {
+        return false;
+    }
+    let d = (a.re - b.re).hypot(a.im - b.im);
+    let m = a.re.hypot(a.im).max(b.re.hypot(b.im));
+    d <= tol * m * (1.0 + 1e-9) || (m < 1e-12 && d < 1e-12)
+}
+
+fn symbols_of(nodes: &[&Node]) -> Vec<String> {
+    let mut all = BTreeSet::new();
+    for n in nodes {
+        all.extend(free_symbols(n).into_iter().filter(|s| !s.ends_with("()")));
+    }
+    all.into_iter().collect()
+}
+
+fn points_for(syms: &[String]) -> usize {
+    if syms.is_empty() {
+        1
+    } else {
+        3
+    }
+}
+
+fn bind(ev: &mut Evaluator<'_>, syms: &[String], point: usize) {
+    for (j, s) in syms.iter().enumerate() {
+        let v = POINT_VALUES[(j * 5 + point * 3 + j / POINT_VALUES.len()) % POINT_VALUES.len()];
+        let v = BigRational::from_integer(BigInt::from(v + (j / POINT_VALUES.len()) as i64));
+        ev.env.push((
+            s.clone(),
+            V::Q(Cq {
+                re: v,
+                im: BigRational::zero(),
+            }),
+        ));
+    }
+}

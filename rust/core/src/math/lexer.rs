@@ -1,0 +1,770 @@
+//! Tokens of plain and LaTeX answers.
+//!
+//! The lexer drops decoration (`$`, `\left`, spacing, `^\circ`, currency) and
+//! reads numbers whole: thousands separators (`1,080`, `1\,080`, `1,\!000`,
+//! `1 000`), decimals, scientific notation and repeating decimals
+//! (`0.\overline{3}`) become one exact rational. Brace-less arguments of
+//! `\frac34`, `\sqrt3` and `\binom52` are given braces here, so the parser sees
+//! one shape.
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Zero};
+
+use super::{Limits, Rejection};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RelOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Approx,
+    In,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum T {
+    /// A number literal: its value, whether it was written with a decimal
+    /// point or exponent (an approximation), and its digits (for `204_5`).
+    Num(BigRational, bool, String),
+    /// A one-letter (or Greek, or unknown-command) symbol.
+    Letter(String),
+    /// Words: `\text{...}` contents and plain runs of letters.
+    Text(String),
+    /// A command that the parser knows (`frac`, `sqrt`, `sin`, `pi`, ...).
+    Cmd(&'static str),
+    /// `+ - * / ^ _ ! ( ) [ ] { } | , ; : &`
+    P(char),
+    Rel(RelOp),
+    PlusMinus,
+    MinusPlus,
+    Percent,
+    RowSep,
+    SetOpen,
+    SetClose,
+    Ellipsis,
+    Begin(String),
+    End(String),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Token {
+    pub t: T,
+    /// Whitespace (not a newline) right before the token.
+    pub space: bool,
+    /// A newline right before the token.
+    pub newline: bool,
+}
+
+const FUNCS: &[&str] = &[
+    "sin", "cos", "tan", "sec", "csc", "cot", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+    "ln", "log", "exp", "lg",
+];
+const UNITS: &[&str] = &[
+    "cm", "mm", "km", "kg", "mg", "ml", "hr", "hrs", "ft", "in", "lb", "lbs", "oz", "mi", "yd",
+    "sq", "mph", "kmh", "s", "m", "g", "h", "l",
+];
+const SPACING: &[&str] = &[
+    ",",
+    "!",
+    ";",
+    ":",
+    " ",
+    "quad",
+    "qquad",
+    "left",
+    "right",
+    "big",
+    "Big",
+    "bigg",
+    "Bigg",
+    "bigl",
+    "bigr",
+    "Bigl",
+    "Bigr",
+    "biggl",
+    "biggr",
+    "displaystyle",
+    "textstyle",
+    "limits",
+    "nolimits",
+    "$",
+    "(",
+    ")",
+    "[",
+    "]",
+    "boxed",
+    "fbox",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "mathsf",
+    "mathbb",
+    "mathcal",
+    "bm",
+    "boldsymbol",
+    "vec",
+    "hat",
+    "bar",
+    "overrightarrow",
+    "overline",
+    "underline",
+    "widehat",
+    "tilde",
+    "operatorname",
+    "rm",
+    "bf",
+    "it",
+    "hspace",
+    "vspace",
+    "newline",
+    "degree",
+    "circ",
+    "euro",
+    "pounds",
+    "notag",
+    "nonumber",
+    "cr",
+    "mathrel",
+    "phantom",
+    "hline",
+    "cline",
+    "dollar",
+    "noindent",
+    "tag",
+];
+
+fn is_func(name: &str) -> Option<&'static str> {
+    FUNCS.iter().copied().find(|f| *f == name)
+}
+
+pub(crate) struct Lexer<'a> {
+    s: &'a [u8],
+    src: &'a str,
+    pos: usize,
+    out: Vec<Token>,
+    limits: &'a Limits,
+    space: bool,
+    newline: bool,
+    depth: usize,
+}
+
+type R<T> = Result<T, Rejection>;
+
+pub(crate) fn lex(src: &str, limits: &Limits) -> R<Vec<Token>> {
+    let mut lx = Lexer {
+        s: src.as_bytes(),
+        src,
+        pos: 0,
+        out: Vec::new(),
+        limits,
+        space: false,
+        newline: false,
+        depth: 0,
+    };
+    lx.run(src.len())?;
+    Ok(lx.out)
+}
+
+impl<'a> Lexer<'a> {
+    fn peek(&self) -> u8 {
+        self.s.get(self.pos).copied().unwrap_or(0)
+    }
+    fn at(&self, i: usize) -> u8 {
+        self.s.get(i).copied().unwrap_or(0)
+    }
+
+    fn push(&mut self, t: T) -> R<()> {
+        if self.out.len() >= self.limits.max_tokens {
+            return Err(Rejection::OverBudget(format!(
+                "more than {} tokens",
+                self.limits.max_tokens
+            )));
+        }
+        self.out.push(Token {
+            t,
+            space: self.space,
+            newline: self.newline,
+        });
+        self.space = false;
+        self.newline = false;
+        Ok(())
+    }
+
+    fn starts(&self, pat: &str) -> bool {
+        self.s[self.pos.min(self.s.len())..].starts_with(pat.as_bytes())
+    }
+
+    /// Index just past the `}` that closes the `{` at `open`.
+    fn matching_brace(&self, open: usize, end: usize) -> R<usize> {
+        let mut depth = 0usize;
+        let mut i = open;
+        while i < end {
+            match self.s[i] {
+                b'\\' => i += 1,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(i + 1);
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Err(Rejection::Unparseable("unbalanced braces".into()))
+    }
+
+    fn run(&mut self, end: usize) -> R<()> {
+        self.depth += 1;
+        if self.depth > self.limits.max_depth {
+            return Err(Rejection::OverBudget(format!(
+                "nesting deeper than {}",
+                self.limits.max_depth
+            )));
+        }
+        while self.pos < end {
+            let c = self.peek();
+            match c {
+                b' ' | b'\t' | b'~' => {
+                    self.space = true;
+                    self.pos += 1;
+                }
+                b'\n' | b'\r' => {
+                    self.newline = true;
+                    self.pos += 1;
+                }
+                b'$' => self.pos += 1,
+                b'0'..=b'9' => self.number(end)?,
+                b'.' if self.at(self.pos + 1).is_ascii_digit() => self.number(end)?,
+                b'.' if self.starts("...") => {
+                    self.pos += 3;
+                    self.push(T::Ellipsis)?;
+                }
+                b'.' => self.pos += 1,
+                b'\\' => self.command(end)?,
+                b'a'..=b'z' | b'A'..=b'Z' => self.letters(end)?,
+                b'<' | b'>' | b'=' | b'!' => {
+                    let two = self.at(self.pos + 1) == b'=';
+                    let op = match (c, two) {
+                        (b'<', true) => Some(RelOp::Le),
+                        (b'>', true) => Some(RelOp::Ge),
+                        (b'!', true) => Some(RelOp::Ne),
+                        (b'=', _) => Some(RelOp::Eq),
+                        (b'<', false) => Some(RelOp::Lt),
+                        (b'>', false) => Some(RelOp::Gt),
+                        _ => None,
+                    };
+                    self.pos += if two { 2 } else { 1 };
+                    match op {
+                        Some(op) => self.push(T::Rel(op))?,
+                        None => self.push(T::P('!'))?,
+                    }
+                }
+                b'%' => {
+                    self.pos += 1;
+                    self.push(T::Percent)?;
+                }
+                b'^' => {
+                    // `^\circ`, `^{\circ}`, `^o`: degrees are decoration.
+                    let rest = &self.src[self.pos + 1..end];
+                    let rest_t = rest.trim_start();
+                    let skip = rest.len() - rest_t.len();
+                    if let Some(n) = ["\\circ", "{\\circ}", "{ \\circ }", "{\\circ }", "{ \\circ}"]
+                        .iter()
+                        .find(|p| rest_t.starts_with(**p))
+                        .map(|p| p.len())
+                    {
+                        self.pos += 1 + skip + n;
+                    } else {
+                        self.pos += 1;
+                        self.push(T::P('^'))?;
+                    }
+                }
+                b'+' | b'-' | b'*' | b'/' | b'_' | b'(' | b')' | b'[' | b']' | b'{' | b'}'
+                | b'|' | b',' | b';' | b':' | b'&' => {
+                    self.pos += 1;
+                    self.push(T::P(c as char))?;
+                }
+                b'\'' | b'"' | b'?' | b'`' | b'#' | b'@' => self.pos += 1,
+                _ if c >= 0x80 => self.unicode(end)?,
+                _ => self.pos += 1,
+            }
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn unicode(&mut self, end: usize) -> R<()> {
+        let ch = self.src[self.pos..end].chars().next().unwrap_or(' ');
+        self.pos += ch.len_utf8();
+        let t = match ch {
+            'π' => T::Cmd("pi"),
+            '∞' => T::Cmd("infty"),
+            '≤' | '⩽' => T::Rel(RelOp::Le),
+            '≥' | '⩾' => T::Rel(RelOp::Ge),
+            '≠' => T::Rel(RelOp::Ne),
+            '≈' => T::Rel(RelOp::Approx),
+            '∈' => T::Rel(RelOp::In),
+            '±' => T::PlusMinus,
+            '∓' => T::MinusPlus,
+            '√' => T::Cmd("sqrt"),
+            '×' | '·' | '⋅' => T::P('*'),
+            '÷' => T::P('/'),
+            '−' | '–' => T::P('-'),
+            '∪' => T::Cmd("cup"),
+            '∩' => T::Cmd("cap"),
+            '…' => T::Ellipsis,
+            '²' => {
+                self.push(T::P('^'))?;
+                T::Num(BigRational::from_integer(2.into()), false, "2".into())
+            }
+            '³' => {
+                self.push(T::P('^'))?;
+                T::Num(BigRational::from_integer(3.into()), false, "3".into())
+            }
+            c if c.is_alphabetic() => T::Letter(c.to_string()),
+            _ => return Ok(()), // °, €, £, ¥, nbsp and other decoration
+        };
+        if matches!(t, T::Cmd("sqrt")) {
+            self.push(t)?;
+            return self.braced_args(end, 1);
+        }
+        self.push(t)
+    }
+
+    fn letters(&mut self, end: usize) -> R<()> {
+        let start = self.pos;
+        while self.pos < end && self.peek().is_ascii_alphabetic() {
+            self.pos += 1;
+        }
+        let run = &self.src[start..self.pos];
+        // Split where a lower-case letter meets an upper-case one (`orW`).
+        let mut pieces = Vec::new();
+        let mut from = 0;
+        let b = run.as_bytes();
+        for i in 1..b.len() {
+            if b[i - 1].is_ascii_lowercase() && b[i].is_ascii_uppercase() {
+                pieces.push(&run[from..i]);
+                from = i;
+            }
+        }
+        pieces.push(&run[from..]);
+        for piece in pieces {
+            let lower = piece.to_ascii_lowercase();
+            if piece.len() == 1 {
+                self.push(T::Letter(piece.to_string()))?;
+            } else if let Some(f) = is_func(&lower) {
+                self.push(T::Cmd(f))?;
+            } else if lower == "pi" {
+                self.push(T::Cmd("pi"))?;
+            } else if lower == "sqrt" {
+                self.push(T::Cmd("sqrt"))?;
+                self.braced_args(end, 1)?;
+            } else if matches!(lower.as_str(), "percent" | "percentage" | "pct") {
+                self.push(T::Percent)?;
+            } else if lower == "inf" || lower == "infinity" || lower == "oo" {
+                self.push(T::Cmd("infty"))?;
+            } else if piece.len() >= 3 || UNITS.contains(&lower.as_str()) || lower == "or" {
+                self.push(T::Text(piece.to_string()))?;
+            } else {
+                for ch in piece.chars() {
+                    self.push(T::Letter(ch.to_string()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn command(&mut self, end: usize) -> R<()> {
+        let next = self.at(self.pos + 1);
+        if next == b'\\' {
+            // `\\le` (a doubled backslash, as in escaped sources) is `\le`;
+            // `\\` alone separates matrix rows.
+            if self.at(self.pos + 2).is_ascii_alphabetic() {
+                self.pos += 1;
+                return self.command(end);
+            }
+            self.pos += 2;
+            return self.push(T::RowSep);
+        }
+        if !next.is_ascii_alphabetic() {
+            self.pos += 2;
+            return match next {
+                b'{' => self.push(T::SetOpen),
+                b'}' => self.push(T::SetClose),
+                b'%' => self.push(T::Percent),
+                b'|' => self.push(T::P('|')),
+                b',' | b'!' | b';' | b':' | b' ' => {
+                    self.space = true;
+                    Ok(())
+                }
+                _ => Ok(()),
+            };
+        }
+        let start = self.pos + 1;
+        let mut i = start;
+        while i < end && self.s[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let name = &self.src[start..i];
+        self.pos = i;
+        let t = match name {
+            "frac" | "dfrac" | "tfrac" | "cfrac" => {
+                self.push(T::Cmd("frac"))?;
+                return self.braced_args(end, 2);
+            }
+            "binom" | "dbinom" | "tbinom" => {
+                self.push(T::Cmd("binom"))?;
+                return self.braced_args(end, 2);
+            }
+            "sqrt" => {
+                self.push(T::Cmd("sqrt"))?;
+                return self.braced_args(end, 1);
+            }
+            "text" | "textbf" | "textit" | "textrm" | "textnormal" | "mbox" | "textsf"
+            | "texttt" | "emph" | "mathtt" => return self.text(end),
+            "begin" | "end" => {
+                let env = self.group_text(end)?;
+                let env = env.trim_end_matches('*').to_string();
+                if env == "array" {
+                    self.group_text(end)?; // the column spec
+                }
+                return if is_matrix_env(&env) {
+                    self.push(if name == "begin" {
+                        T::Begin(env)
+                    } else {
+                        T::End(env)
+                    })
+                } else {
+                    Ok(())
+                };
+            }
+            "le" | "leq" | "leqslant" | "leqq" => T::Rel(RelOp::Le),
+            "ge" | "geq" | "geqslant" | "geqq" => T::Rel(RelOp::Ge),
+            "ne" | "neq" => T::Rel(RelOp::Ne),
+            "lt" => T::Rel(RelOp::Lt),
+            "gt" => T::Rel(RelOp::Gt),
+            "approx" | "simeq" | "thickapprox" => T::Rel(RelOp::Approx),
+            "in" => T::Rel(RelOp::In),
+            "equiv" | "coloneqq" => T::Rel(RelOp::Eq),
+            "pm" => T::PlusMinus,
+            "mp" => T::MinusPlus,
+            "cdot" | "times" | "ast" | "cross" => T::P('*'),
+            "div" => T::P('/'),
+            "lvert" | "rvert" | "vert" | "lVert" | "rVert" | "Vert" => T::P('|'),
+            "lbrace" => T::SetOpen,
+            "rbrace" => T::SetClose,
+            "langle" => T::P('('),
+            "rangle" => T::P(')'),
+            "lfloor" | "rfloor" | "lceil" | "rceil" => return Ok(()),
+            "dots" | "ldots" | "cdots" | "dotsc" | "dotsb" | "cdot s" => T::Ellipsis,
+            "infty" | "infinity" => T::Cmd("infty"),
+            "pi" => T::Cmd("pi"),
+            "cup" => T::Cmd("cup"),
+            "cap" => T::Cmd("cap"),
+            "sum" => T::Cmd("sum"),
+            "prod" => T::Cmd("prod"),
+            "emptyset" | "varnothing" => T::Cmd("emptyset"),
+            "choose" => T::Cmd("choose"),
+            "colon" => T::P(':'),
+            "and" => T::Text("and".into()),
+            "percent" => T::Percent,
+            _ if is_func(name).is_some() => T::Cmd(is_func(name).unwrap_or("sin")),
+            _ if name == "arcsec" || name == "arccsc" || name == "arccot" => {
+                T::Letter(name.to_string())
+            }
+            _ if SPACING.contains(&name) => {
+                if name == "left" || name == "right" {
+                    if self.peek() == b'.' {
+                        self.pos += 1;
+                    }
+                } else if matches!(name, "hspace" | "vspace" | "phantom" | "tag") {
+                    self.group_text(end)?;
+                }
+                self.space = true;
+                return Ok(());
+            }
+            _ => {
+                // `\quadx`: a spacing command run into a letter.
+                for p in ["qquad", "quad"] {
+                    if let Some(rest) = name.strip_prefix(p) {
+                        self.space = true;
+                        return self.push(T::Letter(rest.to_string()));
+                    }
+                }
+                T::Letter(name.to_string())
+            }
+        };
+        self.push(t)
+    }
+
+    /// The raw contents of the `{...}` group at the cursor (after spaces).
+    fn group_text(&mut self, end: usize) -> R<String> {
+        while self.pos < end && self.peek() == b' ' {
+            self.pos += 1;
+        }
+        if self.peek() != b'{' {
+            return Ok(String::new());
+        }
+        let close = self.matching_brace(self.pos, end)?;
+        let inner = self.src[self.pos + 1..close - 1].to_string();
+        self.pos = close;
+        Ok(inner)
+    }
+
+    fn text(&mut self, end: usize) -> R<()> {
+        while self.pos < end && self.peek() == b' ' {
+            self.pos += 1;
+        }
+        if self.peek() != b'{' {
+            return Ok(());
+        }
+        let open = self.pos;
+        let close = self.matching_brace(open, end)?;
+        let inner = self.src[open + 1..close - 1].trim();
+        if inner.is_empty() {
+            self.pos = close;
+            return Ok(());
+        }
+        if !inner.bytes().any(|b| b.is_ascii_alphabetic()) || inner.contains('\\') {
+            // `\text{13}`, `\text{$x$}`: mathematics inside text.
+            self.pos = open + 1;
+            self.run(close - 1)?;
+            self.pos = close;
+            return Ok(());
+        }
+        self.pos = close;
+        let t = inner.to_string();
+        let lower = t.to_ascii_lowercase();
+        if matches!(lower.as_str(), "percent" | "percentage" | "pct" | "%") {
+            return self.push(T::Percent);
+        }
+        self.push(T::Text(t))
+    }
+
+    /// Emit `n` arguments, each as `{ tokens }`, whether or not the source
+    /// braced them (`\frac34`, `\sqrt3`, `\frac\pi2`). `\sqrt[n]` keeps its
+    /// optional index in brackets.
+    fn braced_args(&mut self, end: usize, n: usize) -> R<()> {
+        for k in 0..n {
+            while self.pos < end && matches!(self.peek(), b' ' | b'\n' | b'\t') {
+                self.pos += 1;
+            }
+            if k == 0 && n == 1 && self.peek() == b'[' {
+                // index of an n-th root
+                let close = self.src[self.pos..end]
+                    .find(']')
+                    .map(|i| self.pos + i)
+                    .ok_or_else(|| Rejection::Unparseable("unclosed root index".into()))?;
+                self.push(T::P('['))?;
+                self.pos += 1;
+                self.run(close)?;
+                self.pos = close + 1;
+                self.push(T::P(']'))?;
+                while self.pos < end && self.peek() == b' ' {
+                    self.pos += 1;
+                }
+            }
+            if self.pos >= end {
+                return Err(Rejection::Unparseable("missing argument".into()));
+            }
+            self.push(T::P('{'))?;
+            match self.peek() {
+                b'{' => {
+                    let close = self.matching_brace(self.pos, end)?;
+                    self.pos += 1;
+                    self.run(close - 1)?;
+                    self.pos = close;
+                }
+                b'\\' => {
+                    let mut i = self.pos + 1;
+                    while i < end && self.s[i].is_ascii_alphabetic() {
+                        i += 1;
+                    }
+                    if i == self.pos + 1 {
+                        i += 1;
+                    }
+                    let stop = i.min(end);
+                    self.run(stop)?;
+                }
+                _ => {
+                    let ch = self.src[self.pos..end]
+                        .chars()
+                        .next()
+                        .map_or(1, char::len_utf8);
+                    let stop = self.pos + ch;
+                    self.run(stop)?;
+                }
+            }
+            self.push(T::P('}'))?;
+        }
+        Ok(())
+    }
+
+    fn digits(&mut self, end: usize) -> R<String> {
+        let start = self.pos;
+        while self.pos < end && self.peek().is_ascii_digit() {
+            self.pos += 1;
+        }
+        let d = &self.src[start..self.pos];
+        if d.len() > self.limits.max_digits {
+            return Err(Rejection::OverBudget(format!(
+                "a number with more than {} digits",
+                self.limits.max_digits
+            )));
+        }
+        Ok(d.to_string())
+    }
+
+    /// Three digits (and no fourth) at `i`?
+    fn three_digits_at(&self, i: usize, end: usize) -> bool {
+        i + 3 <= end
+            && self.s[i..i + 3].iter().all(u8::is_ascii_digit)
+            && !(i + 3 < end && self.s[i + 3].is_ascii_digit())
+    }
+
+    fn number(&mut self, end: usize) -> R<()> {
+        let first_token = self
+            .out
+            .iter()
+            .all(|t| matches!(t.t, T::P('-') | T::P('+')));
+        let mut int = self.digits(end)?;
+        // Thousands separators: a valid leading group, then groups of three.
+        if !int.is_empty() && int.len() <= 3 && !(int.len() > 1 && int.starts_with('0')) {
+            loop {
+                let mut found = None;
+                for (sep, spaces_after) in [
+                    (",\\!", true),
+                    ("{,}", false),
+                    ("\\,", true),
+                    ("\\!", true),
+                    (",", false),
+                    (" ", false),
+                ] {
+                    if self.starts(sep) {
+                        let mut j = self.pos + sep.len();
+                        if spaces_after {
+                            while j < end && self.s[j] == b' ' {
+                                j += 1;
+                            }
+                        }
+                        if self.three_digits_at(j, end) {
+                            found = Some(j);
+                        }
+                        break;
+                    }
+                }
+                if int == "0" {
+                    found = None;
+                }
+                match found {
+                    Some(j) => {
+                        int.push_str(&self.src[j..j + 3]);
+                        self.pos = j + 3;
+                        if int.len() > self.limits.max_digits {
+                            return Err(Rejection::OverBudget("too many digits".into()));
+                        }
+                    }
+                    None => break,
+                }
+            }
+        }
+        let mut frac = String::new();
+        let mut decimal = false;
+        if self.peek() == b'.'
+            && (self.at(self.pos + 1).is_ascii_digit() || self.starts(".\\overline"))
+        {
+            self.pos += 1;
+            frac = self.digits(end)?;
+            decimal = true;
+        } else if first_token && self.peek() == b',' && !int.is_empty() {
+            // A lone decimal comma: `1,22`, `1000,99`, `0,111` (not `-2,1`
+            // or `1,000`, and only when it is the whole answer).
+            let j = self.pos + 1;
+            let mut k = j;
+            while k < end && self.s[k].is_ascii_digit() {
+                k += 1;
+            }
+            let n = k - j;
+            let rest = &self.src[k..end];
+            let rest_clean = !rest.bytes().any(|b| b.is_ascii_digit() || b == b',');
+            if rest_clean && n >= 2 && (n != 3 || int == "0" || int.len() > 3) {
+                self.pos = j;
+                frac = self.digits(end)?;
+                decimal = true;
+            }
+        }
+        let mut repeat = String::new();
+        if self.starts("\\overline") || self.starts("\\dot") {
+            let save = self.pos;
+            self.pos += if self.starts("\\overline") { 9 } else { 4 };
+            let g = self.group_text(end)?;
+            if !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()) && g.len() <= 50 {
+                repeat = g;
+                decimal = true;
+            } else {
+                self.pos = save;
+            }
+        }
+        let digits = int.clone();
+        let ten = BigInt::from(10u32);
+        let int_v: BigInt = if int.is_empty() {
+            BigInt::zero()
+        } else {
+            int.parse().unwrap_or_default()
+        };
+        let mut value = BigRational::from_integer(int_v);
+        if !frac.is_empty() {
+            let f: BigInt = frac.parse().unwrap_or_default();
+            value += BigRational::new(f, num_traits::pow(ten.clone(), frac.len()));
+        }
+        if !repeat.is_empty() {
+            let r: BigInt = repeat.parse().unwrap_or_default();
+            let den = (num_traits::pow(ten.clone(), repeat.len()) - BigInt::one())
+                * num_traits::pow(ten.clone(), frac.len());
+            value += BigRational::new(r, den);
+        }
+        // Scientific notation: 1e5, 2.5E-3 (not `2e` = 2 times e).
+        if matches!(self.peek(), b'e' | b'E') {
+            let mut j = self.pos + 1;
+            let neg = self.at(j) == b'-';
+            if matches!(self.at(j), b'+' | b'-') {
+                j += 1;
+            }
+            let k0 = j;
+            while j < end && self.s[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j > k0 && j - k0 <= 4 && !self.at(j).is_ascii_alphabetic() {
+                let e: usize = self.src[k0..j].parse().unwrap_or(0);
+                if e > self.limits.max_exponent as usize {
+                    return Err(Rejection::OverBudget(format!("exponent {e} is too large")));
+                }
+                let p = BigRational::from_integer(num_traits::pow(ten, e));
+                value = if neg { value / p } else { value * p };
+                decimal = true;
+                self.pos = j;
+            }
+        }
+        self.push(T::Num(value, decimal, digits))
+    }
+}
+
+fn is_matrix_env(env: &str) -> bool {
+    matches!(
+        env,
+        "pmatrix"
+            | "bmatrix"
+            | "Bmatrix"
+            | "vmatrix"
+            | "Vmatrix"
+            | "matrix"
+            | "smallmatrix"
+            | "array"
+    )
+}

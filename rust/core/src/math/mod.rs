@@ -1,0 +1,318 @@
+//! The math engine of the verifier: parse plain and LaTeX answers into
+//! values and decide whether two values are the same answer.
+//!
+//! ```
+//! use grpo_fast_core::math::{equivalent, parse, CompareOptions, ParseOptions};
+//! let p = ParseOptions::default();
+//! let a = parse(r"\frac{1}{\sqrt3}", &p).unwrap();
+//! let b = parse(r"\frac{\sqrt{3}}{3}", &p).unwrap();
+//! assert!(equivalent(&a, &b, &CompareOptions::default()));
+//! ```
+//!
+//! What counts as a match is decided in VERIFY_SEMANTICS.md; the budgets in
+//! [`Limits`] bound every step, so no input can make a call slow or large.
+
+mod ast;
+mod compare;
+pub(crate) mod display;
+mod eval;
+mod lexer;
+mod parser;
+
+use std::fmt;
+
+use ast::{Node, RelOp};
+
+/// Hard limits on the work spent on one answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Bytes of input.
+    pub max_len: usize,
+    pub max_tokens: usize,
+    /// Nesting of groups and sub-expressions.
+    pub max_depth: usize,
+    pub max_nodes: usize,
+    /// Digits of one number literal.
+    pub max_digits: usize,
+    /// Bits of any exact intermediate value (numerator plus denominator).
+    pub max_bits: u64,
+    /// Largest integer exponent computed exactly.
+    pub max_exponent: u64,
+    pub max_factorial: u64,
+    /// Terms of a `\sum` or `\prod`.
+    pub max_terms: u64,
+    /// Total bits of exact arithmetic for one evaluation.
+    pub max_work: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_len: 10_000,
+            max_tokens: 4_000,
+            max_depth: 64,
+            max_nodes: 4_000,
+            max_digits: 400,
+            max_bits: 16_384,
+            max_exponent: 16_384,
+            max_factorial: 1_000,
+            max_terms: 1_000,
+            max_work: 20_000_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParseOptions {
+    pub limits: Limits,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareOptions {
+    /// Relative tolerance for a decimal against a value it can only
+    /// approximate (`1.4142` against `\sqrt2`).
+    pub rel_tol: f64,
+    /// Let a set or interval gold accept an inequality prediction
+    /// (`[-2, 7]` against `-2 \le x \le 7`); a relation gold always accepts
+    /// the set it describes.
+    pub allow_set_relation_comp: bool,
+    pub limits: Limits,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            rel_tol: 1e-6,
+            allow_set_relation_comp: false,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Why an answer has no value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rejection {
+    Empty,
+    /// A limit of [`Limits`] would be exceeded.
+    OverBudget(String),
+    Unparseable(String),
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Empty => write!(f, "empty answer"),
+            Rejection::OverBudget(why) => write!(f, "over budget: {why}"),
+            Rejection::Unparseable(why) => write!(f, "unparseable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Rejection {}
+
+/// A parsed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Value {
+    node: Node,
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&display::render(&self.node))
+    }
+}
+
+impl Value {
+    /// Several answers as one collection answer (several `\boxed{}`): a
+    /// bare list of their values, nested lists flattened.
+    pub fn collection(values: Vec<Value>) -> Value {
+        let mut items = Vec::new();
+        for v in values {
+            match v.node {
+                Node::List(inner) => items.extend(inner),
+                other => items.push(other),
+            }
+        }
+        Value {
+            node: if items.len() == 1 {
+                items.pop().unwrap_or(Node::Ellipsis)
+            } else {
+                Node::List(items)
+            },
+        }
+    }
+}
+
+/// Parse one answer (already extracted from its completion).
+pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
+    let limits = &opts.limits;
+    if s.len() > limits.max_len {
+        return Err(Rejection::OverBudget(format!(
+            "an answer longer than {} bytes",
+            limits.max_len
+        )));
+    }
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(Rejection::Empty);
+    }
+    let tokens = lexer::lex(s, limits)?;
+    let node = parser::parse_tokens(&tokens, limits)?;
+    let node = lower(node)?;
+    Ok(Value { node })
+}
+
+/// Whether `pred` is the same answer as `gold`; over-budget comparisons are
+/// non-matches (see [`compare`] for the reason).
+pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
+    compare(gold, pred, opts).unwrap_or(false)
+}
+
+/// [`equivalent`], with the reason when the comparison ran out of budget.
+pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
+    compare::Cmp { opts }.equiv(&gold.node, &pred.node)
+}
+
+const MAX_ALTERNATIVES: usize = 16;
+
+/// Post-parse normalisation: `±` expands into alternatives, `\approx`
+/// chains keep their exact part.
+fn lower(node: Node) -> Result<Node, Rejection> {
+    Ok(match node {
+        Node::List(v) => Node::List(lower_items(v)?),
+        Node::Set(v) => Node::Set(lower_items(v)?),
+        other => {
+            let mut alts = expand_pm(approx(other));
+            if alts.len() == 1 {
+                alts.pop().unwrap_or(Node::Ellipsis)
+            } else {
+                Node::List(alts)
+            }
+        }
+    })
+}
+
+fn lower_items(v: Vec<Node>) -> Result<Vec<Node>, Rejection> {
+    let mut out = Vec::new();
+    for n in v {
+        match lower(n)? {
+            Node::List(inner) if out.len() + inner.len() <= 4 * MAX_ALTERNATIVES => {
+                out.push(Node::List(inner))
+            }
+            other => out.push(other),
+        }
+    }
+    // Alternatives from `±` inside a list belong to the list itself.
+    let mut flat = Vec::new();
+    for n in out {
+        match n {
+            Node::List(inner) if inner.iter().all(|x| !matches!(x, Node::List(_))) => {
+                flat.extend(inner)
+            }
+            other => flat.push(other),
+        }
+    }
+    Ok(flat)
+}
+
+/// `x = 1/3 \approx 0.33` is `x = 1/3`; `x \approx 11` is `x = 11`.
+fn approx(node: Node) -> Node {
+    let Node::Rel(items, ops) = node else {
+        return node;
+    };
+    let Some(j) = ops.iter().position(|o| *o == RelOp::Approx) else {
+        return Node::Rel(items, ops);
+    };
+    let exact_before = items[..=j]
+        .iter()
+        .any(|n| compare::free_symbols(n).is_empty());
+    if exact_before {
+        let mut items = items;
+        let mut ops = ops;
+        items.truncate(j + 1);
+        ops.truncate(j);
+        if items.len() == 1 {
+            return items.pop().unwrap_or(Node::Ellipsis);
+        }
+        return Node::Rel(items, ops);
+    }
+    let ops = ops
+        .into_iter()
+        .map(|o| if o == RelOp::Approx { RelOp::Eq } else { o })
+        .collect();
+    Node::Rel(items, ops)
+}
+
+fn expand_pm(node: Node) -> Vec<Node> {
+    let mut out = vec![node];
+    for _ in 0..4 {
+        let mut next = Vec::new();
+        let mut changed = false;
+        for n in out {
+            let (plus, found) = replace_pm(&n, false);
+            if found {
+                changed = true;
+                next.push(plus);
+                next.push(replace_pm(&n, true).0);
+            } else {
+                next.push(n);
+            }
+            if next.len() > MAX_ALTERNATIVES {
+                break;
+            }
+        }
+        out = next;
+        if !changed {
+            break;
+        }
+    }
+    out
+}
+
+/// A copy of `n` with its first `±` replaced by `+` (or `-` when `minus`).
+fn replace_pm(n: &Node, minus: bool) -> (Node, bool) {
+    fn go(n: &Node, minus: bool, done: &mut bool) -> Node {
+        if *done {
+            return n.clone();
+        }
+        let rec = |x: &Node, done: &mut bool| Box::new(go(x, minus, done));
+        match n {
+            Node::PlusMinus(a, b, mp) => {
+                *done = true;
+                let neg = minus != *mp;
+                let b = if neg {
+                    Node::Neg(b.clone())
+                } else {
+                    (**b).clone()
+                };
+                Node::Add(vec![(**a).clone(), b])
+            }
+            Node::Add(v) => Node::Add(v.iter().map(|x| go(x, minus, done)).collect()),
+            Node::Mul(v) => Node::Mul(v.iter().map(|x| go(x, minus, done)).collect()),
+            Node::Rel(v, o) => Node::Rel(v.iter().map(|x| go(x, minus, done)).collect(), o.clone()),
+            Node::Neg(a) => Node::Neg(rec(a, done)),
+            Node::Div(a, b) => {
+                let a = rec(a, done);
+                let b = rec(b, done);
+                Node::Div(a, b)
+            }
+            Node::Pow(a, b) => {
+                let a = rec(a, done);
+                let b = rec(b, done);
+                Node::Pow(a, b)
+            }
+            Node::Root(a, b) => {
+                let a = rec(a, done);
+                let b = rec(b, done);
+                Node::Root(a, b)
+            }
+            _ => n.clone(),
+        }
+    }
+    let mut done = false;
+    let out = go(n, minus, &mut done);
+    (out, done)
+}
+
+#[cfg(test)]
+mod tests;
