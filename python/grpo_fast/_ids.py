@@ -57,8 +57,12 @@ def as_group_ids(ids: Any) -> Any:
             except OverflowError:
                 raise InvalidInputError("group_ids hold an int outside the int64 range") from None
         kinds = sorted({type(i).__name__ for i in ids})
-        raise InvalidInputError(f"group_ids must be all str or all int, got a mix of {kinds}")
-    arr = np.asarray(ids)
+        if any(isinstance(i, str) for i in ids):
+            raise InvalidInputError(f"group_ids must be all str or all int, got a mix of {kinds}")
+    try:
+        arr = np.asarray(ids)
+    except ValueError as e:
+        raise InvalidInputError(f"group_ids must be a 1-D sequence of ints or str: {e}") from None
     if arr.ndim != 1:
         raise InvalidInputError(f"group_ids must be 1-D, got shape {arr.shape}")
     kind = arr.dtype.kind

@@ -6,7 +6,7 @@ module prepares the inputs and documents the conventions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -83,8 +83,9 @@ class AdvantageResult:
     keep : bool array [N]
         DAPO dynamic sampling: False for unscorable rollouts and for every
         rollout of a group whose scorable rewards are all equal (no signal).
-    group_index : uint32 array [N]
+    group_index : int64 array [N]
         Group of each rollout (first-appearance order); indexes the arrays below.
+        Built on first access when the groups are contiguous runs.
     mean, std : float64 arrays [num_groups]
         Of the scorable rewards; mean is NaN for a group with none, std is 0
         with fewer than two.
@@ -98,17 +99,25 @@ class AdvantageResult:
 
     advantages: np.ndarray
     keep: np.ndarray
-    group_index: np.ndarray
     mean: np.ndarray
     std: np.ndarray
     size: np.ndarray
     num_valid: np.ndarray
     solve_rate: np.ndarray
     frac_zero_std: float
+    _group_index: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def num_groups(self) -> int:
         return len(self.size)
+
+    @property
+    def group_index(self) -> np.ndarray:
+        if self._group_index is None:
+            index = np.repeat(np.arange(self.num_groups, dtype=np.int64), self.size)
+            object.__setattr__(self, "_group_index", index)
+            return index
+        return self._group_index.astype(np.int64, copy=False)
 
 
 def compute_advantages(
@@ -171,6 +180,7 @@ def compute_advantages(
     out = _core.compute_advantages(
         r, ids, estimator, scale, float(eps), bool(unbiased), float(success_threshold)
     )
+    out["_group_index"] = out.pop("group_index")
     return AdvantageResult(**out)
 
 

@@ -241,45 +241,68 @@ fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Resul
     Ok(())
 }
 
-/// First pass (count, sum, extremes) then second pass (squared deviations).
-fn accumulate<R: Reward>(rewards: &[R], groups: &Groups, threshold: f64, par: bool) -> Vec<Acc> {
-    if groups.contiguous {
-        let offsets = groups.offsets();
-        let one = |w: &[u64]| {
-            let (lo, hi) = (w[0] as usize, w[1] as usize);
-            let mut acc = Acc::EMPTY;
-            for (j, r) in rewards[lo..hi].iter().enumerate() {
-                acc.push(lo + j, r.to_f64(), threshold);
-            }
-            let mean = acc.mean();
-            acc.m2 = rewards[lo..hi]
-                .iter()
-                .map(|r| r.to_f64())
-                .filter(|x| !x.is_nan())
-                .map(|x| (x - mean) * (x - mean))
-                .sum();
-            acc
-        };
-        if par {
-            offsets.par_windows(2).map(one).collect()
-        } else {
-            offsets.windows(2).map(one).collect()
-        }
-    } else {
-        let mut accs = vec![Acc::EMPTY; groups.num_groups()];
-        for (i, (r, &g)) in rewards.iter().zip(&groups.index).enumerate() {
-            accs[g as usize].push(i, r.to_f64(), threshold);
-        }
-        let means: Vec<f64> = accs.iter().map(Acc::mean).collect();
-        for (r, &g) in rewards.iter().zip(&groups.index) {
-            let x = r.to_f64();
-            if !x.is_nan() {
-                let d = x - means[g as usize];
-                accs[g as usize].m2 += d * d;
-            }
-        }
-        accs
+/// Statistics of one contiguous group: a first pass (count, sum, extremes)
+/// then a second over the same, cache-hot, slice (squared deviations). Both
+/// are branch-free so that they vectorise; the top-2 scan runs only for
+/// pass@k.
+fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool) -> Acc {
+    let mut acc = Acc::EMPTY;
+    let (mut n, mut solved, mut sum) = (0u32, 0u32, 0.0f64);
+    let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
+    for r in x {
+        let v = r.to_f64();
+        let valid = !v.is_nan();
+        n += u32::from(valid);
+        solved += u32::from(v >= threshold);
+        sum += if valid { v } else { 0.0 };
+        // Plain comparisons (minsd/maxsd) rather than f64::min's NaN
+        // handling: a NaN compares false and leaves the extreme unchanged.
+        min = if v < min { v } else { min };
+        max = if v > max { v } else { max };
     }
+    acc.n = n;
+    acc.solved = solved;
+    acc.sum = sum;
+    acc.min = min;
+    acc.max = max;
+    let mean = acc.mean();
+    acc.m2 = x
+        .iter()
+        .map(|r| {
+            let d = r.to_f64() - mean;
+            if d.is_nan() {
+                0.0
+            } else {
+                d * d
+            }
+        })
+        .sum();
+    if top2 {
+        let mut t = Acc::EMPTY;
+        for (j, r) in x.iter().enumerate() {
+            t.push(lo + j, r.to_f64(), threshold);
+        }
+        acc.second = t.second;
+        acc.best = t.best;
+    }
+    acc
+}
+
+/// Scatter version for groups spread over the batch.
+fn scattered_accs<R: Reward>(rewards: &[R], index: &[u32], num_groups: usize, t: f64) -> Vec<Acc> {
+    let mut accs = vec![Acc::EMPTY; num_groups];
+    for (i, (r, &g)) in rewards.iter().zip(index).enumerate() {
+        accs[g as usize].push(i, r.to_f64(), t);
+    }
+    let means: Vec<f64> = accs.iter().map(Acc::mean).collect();
+    for (r, &g) in rewards.iter().zip(index) {
+        let x = r.to_f64();
+        if !x.is_nan() {
+            let d = x - means[g as usize];
+            accs[g as usize].m2 += d * d;
+        }
+    }
+    accs
 }
 
 fn std_of(m2: f64, n: u64, unbiased: bool) -> f64 {
@@ -288,6 +311,195 @@ fn std_of(m2: f64, n: u64, unbiased: bool) -> f64 {
         0.0
     } else {
         (m2 / (n - ddof) as f64).sqrt()
+    }
+}
+
+/// A group's advantages as `(r - shift) * mul`, plus pass@k's single winner.
+#[derive(Clone, Copy, Default)]
+struct Coeff {
+    shift: f64,
+    mul: f64,
+    winner: Option<(usize, f32)>,
+}
+
+/// `batch_divisor` is the batch-level std the estimator divides by, where it
+/// needs one (batch scale, REINFORCE++ whitening).
+fn coeff(acc: &Acc, params: &Params, batch_divisor: f64) -> Coeff {
+    if !acc.has_signal() {
+        return Coeff::default();
+    }
+    let n = f64::from(acc.n);
+    let mean = acc.mean();
+    let std = std_of(acc.m2, u64::from(acc.n), params.unbiased);
+    let divisor = match params.scale {
+        Scale::Group => std + params.eps,
+        Scale::Batch => batch_divisor + params.eps,
+        Scale::None => 1.0,
+    };
+    match params.estimator {
+        Estimator::Grpo => Coeff {
+            shift: mean,
+            mul: 1.0 / divisor,
+            winner: None,
+        },
+        // r - (sum - r) / (n - 1) == (r - mean) * n / (n - 1)
+        Estimator::Rloo => Coeff {
+            shift: mean,
+            mul: n / (n - 1.0),
+            winner: None,
+        },
+        Estimator::ReinforcePpBaseline => Coeff {
+            shift: mean,
+            mul: 1.0 / (batch_divisor + params.eps),
+            winner: None,
+        },
+        Estimator::GrpoPassk => {
+            let gap = acc.max - acc.second;
+            Coeff {
+                shift: 0.0,
+                mul: 0.0,
+                winner: (gap > 0.0).then(|| (acc.best as usize, (gap / divisor) as f32)),
+            }
+        }
+    }
+}
+
+#[inline]
+fn advantage_of(x: f64, c: &Coeff) -> f32 {
+    if x.is_nan() || c.mul == 0.0 {
+        0.0
+    } else {
+        ((x - c.shift) * c.mul) as f32
+    }
+}
+
+/// Whether the estimator needs statistics of the whole batch before any
+/// advantage can be written.
+fn needs_batch(params: &Params) -> bool {
+    params.estimator == Estimator::ReinforcePpBaseline
+        || (params.scale == Scale::Batch
+            && matches!(params.estimator, Estimator::Grpo | Estimator::GrpoPassk))
+}
+
+/// Batch-level std from the group moments (Chan et al.'s pairwise
+/// combination), so no extra pass over the rewards is needed.
+fn batch_divisor(accs: &[Acc], params: &Params) -> f64 {
+    let n_valid: u64 = accs.iter().map(|a| u64::from(a.n)).sum();
+    let within: f64 = accs.iter().map(|a| a.m2).sum();
+    if params.estimator == Estimator::ReinforcePpBaseline {
+        // Group-centred rewards have batch mean exactly 0 and a sum of
+        // squares equal to the summed within-group m2.
+        return std_of(within, n_valid, params.unbiased);
+    }
+    let total: f64 = accs.iter().map(|a| a.sum).sum();
+    let mean = if n_valid > 0 {
+        total / n_valid as f64
+    } else {
+        0.0
+    };
+    let between: f64 = accs
+        .iter()
+        .filter(|a| a.n > 0)
+        .map(|a| f64::from(a.n) * (a.mean() - mean) * (a.mean() - mean))
+        .sum();
+    std_of(within + between, n_valid, params.unbiased)
+}
+
+/// Blocks of whole groups with their slices of the outputs, so that threads
+/// write disjoint memory.
+struct Block<'a> {
+    first_group: usize,
+    lo: usize,
+    sizes: &'a [u32],
+    adv: &'a mut [f32],
+    keep: &'a mut [bool],
+}
+
+fn blocks<'a>(
+    sizes: &'a [u32],
+    mut adv: &'a mut [f32],
+    mut keep: &'a mut [bool],
+) -> Vec<Block<'a>> {
+    const GROUPS_PER_BLOCK: usize = 2048;
+    let mut out = Vec::with_capacity(sizes.len().div_ceil(GROUPS_PER_BLOCK));
+    let mut lo = 0;
+    for (b, chunk) in sizes.chunks(GROUPS_PER_BLOCK).enumerate() {
+        let n: usize = chunk.iter().map(|&s| s as usize).sum();
+        let (a, rest_a) = std::mem::take(&mut adv).split_at_mut(n);
+        let (k, rest_k) = std::mem::take(&mut keep).split_at_mut(n);
+        adv = rest_a;
+        keep = rest_k;
+        out.push(Block {
+            first_group: b * GROUPS_PER_BLOCK,
+            lo,
+            sizes: chunk,
+            adv: a,
+            keep: k,
+        });
+        lo += n;
+    }
+    out
+}
+
+/// Contiguous groups: one parallel sweep over blocks of groups. For
+/// group-local estimators (`batch` is None) statistics and advantages are
+/// computed in the same sweep while the group's rewards are in cache.
+fn contiguous<R: Reward>(
+    rewards: &[R],
+    sizes: &[u32],
+    params: &Params,
+    par: bool,
+    adv: &mut [f32],
+    keep: &mut [bool],
+    accs: Option<&[Acc]>,
+) -> Vec<Acc> {
+    let divisor = accs.map_or(0.0, |a| batch_divisor(a, params));
+    let t = params.success_threshold;
+    let top2 = params.estimator == Estimator::GrpoPassk;
+    let run = |block: Block<'_>| -> Vec<Acc> {
+        let mut lo = block.lo;
+        let mut out = Vec::with_capacity(block.sizes.len());
+        for (j, &s) in block.sizes.iter().enumerate() {
+            let s = s as usize;
+            let x = &rewards[lo..lo + s];
+            let acc = match accs {
+                Some(a) => a[block.first_group + j],
+                None => group_acc(x, lo, t, top2),
+            };
+            let c = coeff(&acc, params, divisor);
+            let local = lo - block.lo;
+            let signal = acc.has_signal();
+            let adv = &mut block.adv[local..local + s];
+            let keep = &mut block.keep[local..local + s];
+            if signal && c.mul != 0.0 {
+                for ((a, k), r) in adv.iter_mut().zip(keep.iter_mut()).zip(x) {
+                    let v = r.to_f64();
+                    let valid = !v.is_nan();
+                    *a = if valid {
+                        ((v - c.shift) * c.mul) as f32
+                    } else {
+                        0.0
+                    };
+                    *k = valid;
+                }
+            } else if signal {
+                for (k, r) in keep.iter_mut().zip(x) {
+                    *k = !r.to_f64().is_nan();
+                }
+            }
+            if let Some((i, v)) = c.winner {
+                block.adv[i - block.lo] = v;
+            }
+            out.push(acc);
+            lo += s;
+        }
+        out
+    };
+    let work = blocks(sizes, adv, keep);
+    if par {
+        work.into_par_iter().map(run).flatten_iter().collect()
+    } else {
+        work.into_iter().flat_map(run).collect()
     }
 }
 
@@ -305,110 +517,92 @@ fn compute_inner<R: Reward>(
     params: &Params,
     par: bool,
 ) -> Result<Advantages> {
-    let accs = accumulate(rewards, groups, params.success_threshold, par);
-    let means: Vec<f64> = accs.iter().map(Acc::mean).collect();
-    let stds: Vec<f64> = accs
-        .iter()
-        .map(|a| std_of(a.m2, u64::from(a.n), params.unbiased))
-        .collect();
-
-    // Batch-level moments from the group moments (Chan et al.'s pairwise
-    // combination), so no extra pass over the rewards is needed.
-    let n_valid: u64 = accs.iter().map(|a| u64::from(a.n)).sum();
-    let batch_sum: f64 = accs.iter().map(|a| a.sum).sum();
-    let batch_mean = if n_valid > 0 {
-        batch_sum / n_valid as f64
+    let n = rewards.len();
+    let mut advantages = vec![0.0f32; n];
+    let mut keep = vec![false; n];
+    let accs = if groups.is_contiguous() {
+        let sizes = groups.sizes();
+        let top2 = params.estimator == Estimator::GrpoPassk;
+        if needs_batch(params) {
+            let mut offset = 0;
+            let accs: Vec<Acc> = sizes
+                .iter()
+                .map(|&s| {
+                    let lo = offset;
+                    offset += s as usize;
+                    group_acc(&rewards[lo..offset], lo, params.success_threshold, top2)
+                })
+                .collect();
+            contiguous(
+                rewards,
+                sizes,
+                params,
+                par,
+                &mut advantages,
+                &mut keep,
+                Some(&accs),
+            );
+            accs
+        } else {
+            contiguous(
+                rewards,
+                sizes,
+                params,
+                par,
+                &mut advantages,
+                &mut keep,
+                None,
+            )
+        }
     } else {
-        0.0
-    };
-    let within_m2: f64 = accs.iter().map(|a| a.m2).sum();
-    let batch_std = || {
-        let between: f64 = accs
-            .iter()
-            .zip(&means)
-            .filter(|(a, _)| a.n > 0)
-            .map(|(a, &m)| f64::from(a.n) * (m - batch_mean) * (m - batch_mean))
-            .sum();
-        std_of(within_m2 + between, n_valid, params.unbiased)
+        let index = groups.index();
+        let accs = scattered_accs(
+            rewards,
+            &index,
+            groups.num_groups(),
+            params.success_threshold,
+        );
+        let divisor = if needs_batch(params) {
+            batch_divisor(&accs, params)
+        } else {
+            0.0
+        };
+        let coeffs: Vec<Coeff> = accs.iter().map(|a| coeff(a, params, divisor)).collect();
+        let fill = |(i, (a, k)): (usize, (&mut f32, &mut bool))| {
+            let g = index[i] as usize;
+            let v = rewards[i].to_f64();
+            *a = advantage_of(v, &coeffs[g]);
+            *k = accs[g].has_signal() && !v.is_nan();
+        };
+        if par {
+            advantages
+                .par_iter_mut()
+                .zip(keep.par_iter_mut())
+                .enumerate()
+                .for_each(fill);
+        } else {
+            advantages
+                .iter_mut()
+                .zip(keep.iter_mut())
+                .enumerate()
+                .for_each(fill);
+        }
+        for (i, v) in coeffs.iter().filter_map(|c| c.winner) {
+            advantages[i] = v;
+        }
+        accs
     };
 
     let num_groups = accs.len();
-    let mut shift = vec![0.0f64; num_groups];
-    let mut mul = vec![0.0f64; num_groups];
-    let mut winners: Vec<(u32, f32)> = Vec::new();
-    let divisor = match (params.estimator, params.scale) {
-        (Estimator::Grpo | Estimator::GrpoPassk, Scale::Batch) => Some(batch_std()),
-        (Estimator::ReinforcePpBaseline, _) => {
-            // Group-centred rewards have batch mean exactly 0 and a sum of
-            // squares equal to the summed within-group m2.
-            Some(std_of(within_m2, n_valid, params.unbiased))
-        }
-        _ => None,
-    };
-    for (g, acc) in accs.iter().enumerate() {
-        if !acc.has_signal() {
-            continue;
-        }
-        let n = f64::from(acc.n);
-        match params.estimator {
-            Estimator::Grpo => {
-                shift[g] = means[g];
-                mul[g] = match params.scale {
-                    Scale::Group => 1.0 / (stds[g] + params.eps),
-                    Scale::Batch => 1.0 / (divisor.unwrap_or(0.0) + params.eps),
-                    Scale::None => 1.0,
-                };
-            }
-            Estimator::Rloo => {
-                shift[g] = means[g];
-                mul[g] = n / (n - 1.0);
-            }
-            Estimator::ReinforcePpBaseline => {
-                shift[g] = means[g];
-                mul[g] = 1.0 / (divisor.unwrap_or(0.0) + params.eps);
-            }
-            Estimator::GrpoPassk => {
-                let gap = acc.max - acc.second;
-                let value = match params.scale {
-                    Scale::Group => gap / (stds[g] + params.eps),
-                    Scale::Batch => gap / (divisor.unwrap_or(0.0) + params.eps),
-                    Scale::None => gap,
-                };
-                if gap > 0.0 {
-                    winners.push((acc.best, value as f32));
-                }
-            }
-        }
-    }
-
-    let index = &groups.index;
-    let adv_of = |i: usize| -> f32 {
-        let x = rewards[i].to_f64();
-        let g = index[i] as usize;
-        if x.is_nan() || mul[g] == 0.0 {
-            0.0
-        } else {
-            ((x - shift[g]) * mul[g]) as f32
-        }
-    };
-    let keep_of = |i: usize| -> bool {
-        !rewards[i].to_f64().is_nan() && accs[index[i] as usize].has_signal()
-    };
-    let n = rewards.len();
-    let (mut advantages, keep): (Vec<f32>, Vec<bool>) = if par {
-        (
-            (0..n).into_par_iter().map(adv_of).collect(),
-            (0..n).into_par_iter().map(keep_of).collect(),
-        )
-    } else {
-        ((0..n).map(adv_of).collect(), (0..n).map(keep_of).collect())
-    };
-    for (i, v) in winners {
-        advantages[i as usize] = v;
-    }
-
     let no_signal = accs.iter().filter(|a| !a.has_signal()).count();
     let stats = GroupStats {
+        mean: accs.iter().map(Acc::mean).collect(),
+        std: accs
+            .iter()
+            .map(|a| std_of(a.m2, u64::from(a.n), params.unbiased))
+            .collect(),
+        size: groups.sizes().to_vec(),
+        num_valid: accs.iter().map(|a| a.n).collect(),
         solve_rate: accs
             .iter()
             .map(|a| {
@@ -419,10 +613,6 @@ fn compute_inner<R: Reward>(
                 }
             })
             .collect(),
-        num_valid: accs.iter().map(|a| a.n).collect(),
-        size: groups.sizes.clone(),
-        mean: means,
-        std: stds,
     };
     Ok(Advantages {
         advantages,

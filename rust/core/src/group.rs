@@ -6,35 +6,61 @@
 //! each id with its predecessor: only the first id of each run is hashed, and
 //! the statistics kernels then work on contiguous slices.
 
+use std::borrow::Cow;
 use std::hash::Hash;
 
 use hashbrown::HashMap;
+use rayon::prelude::*;
 
 use crate::error::{CoreError, Result};
+use crate::parallel;
 
 /// The groups of a batch, as compressed sparse rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Groups {
-    /// Group of each rollout, `0..num_groups()` in first-appearance order.
-    pub index: Vec<u32>,
+    len: usize,
     /// Number of rollouts in each group.
-    pub sizes: Vec<u32>,
-    /// True when every group is one run of consecutive rollouts, so group `g`
-    /// is exactly `offsets()[g]..offsets()[g + 1]` of the input.
-    pub contiguous: bool,
+    sizes: Vec<u32>,
+    /// Group of each rollout; empty when `contiguous` (then it is implied by
+    /// `sizes`, and materialised only on request).
+    index: Vec<u32>,
+    contiguous: bool,
 }
 
 impl Groups {
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.len == 0
     }
 
     pub fn num_groups(&self) -> usize {
         self.sizes.len()
+    }
+
+    /// Number of rollouts in each group.
+    pub fn sizes(&self) -> &[u32] {
+        &self.sizes
+    }
+
+    /// True when every group is one run of consecutive rollouts, so group `g`
+    /// is exactly `offsets()[g]..offsets()[g + 1]` of the input.
+    pub fn is_contiguous(&self) -> bool {
+        self.contiguous
+    }
+
+    /// Group of each rollout, `0..num_groups()` in first-appearance order.
+    pub fn index(&self) -> Cow<'_, [u32]> {
+        if !self.contiguous {
+            return Cow::Borrowed(&self.index);
+        }
+        let mut index = Vec::with_capacity(self.len);
+        for (g, &s) in self.sizes.iter().enumerate() {
+            index.extend(std::iter::repeat_n(g as u32, s as usize));
+        }
+        Cow::Owned(index)
     }
 
     /// `num_groups() + 1` offsets into [`Groups::order`].
@@ -53,10 +79,10 @@ impl Groups {
     /// (a stable counting sort).
     pub fn order(&self) -> Vec<u32> {
         if self.contiguous {
-            return (0..self.index.len() as u32).collect();
+            return (0..self.len as u32).collect();
         }
         let mut next: Vec<u64> = self.offsets();
-        let mut order = vec![0u32; self.index.len()];
+        let mut order = vec![0u32; self.len];
         for (i, &g) in self.index.iter().enumerate() {
             let slot = &mut next[g as usize];
             order[*slot as usize] = i as u32;
@@ -77,35 +103,80 @@ fn check_len(len: usize) -> Result<()> {
     Ok(())
 }
 
-/// Group `len` items whose ids are `key(0)..key(len)`.
-pub fn group_by<K: Hash + Eq + Copy>(len: usize, key: impl Fn(usize) -> K) -> Result<Groups> {
-    check_len(len)?;
-    let mut index = Vec::with_capacity(len);
-    let mut sizes: Vec<u32> = Vec::new();
-    let mut seen: HashMap<K, u32, foldhash::fast::RandomState> = HashMap::default();
-    let mut contiguous = true;
-    let mut i = 0;
-    while i < len {
-        let k = key(i);
-        let start = i;
-        i += 1;
-        while i < len && key(i) == k {
-            i += 1;
+/// Where a new run of equal ids starts, in `lo..hi` (looking back across `lo`).
+fn run_starts<K: Eq>(lo: usize, hi: usize, key: &impl Fn(usize) -> K) -> Vec<u32> {
+    let mut starts = Vec::new();
+    for i in lo..hi {
+        if i == 0 || key(i) != key(i - 1) {
+            starts.push(i as u32);
         }
-        let run = (i - start) as u32;
+    }
+    starts
+}
+
+/// Group `len` items whose ids are `key(0)..key(len)`.
+pub fn group_by<K, F>(len: usize, key: F) -> Result<Groups>
+where
+    K: Hash + Eq + Ord + Copy + Send + Sync,
+    F: Fn(usize) -> K + Sync,
+{
+    check_len(len)?;
+    let starts: Vec<u32> = parallel::install(len, |par| {
+        if par {
+            let chunk = len.div_ceil(4 * parallel::num_threads()).max(1);
+            (0..len.div_ceil(chunk))
+                .into_par_iter()
+                .map(|c| run_starts(c * chunk, ((c + 1) * chunk).min(len), &key))
+                .flatten_iter()
+                .collect()
+        } else {
+            run_starts(0, len, &key)
+        }
+    });
+    let run_len = |r: usize| {
+        let end = starts.get(r + 1).map_or(len, |&s| s as usize);
+        (end - starts[r] as usize) as u32
+    };
+    // Ids sorted by run (np.repeat(arange(B), G), sorted uuids) are distinct
+    // without hashing.
+    let ascending = starts
+        .windows(2)
+        .all(|w| key(w[0] as usize) < key(w[1] as usize));
+    if ascending {
+        return Ok(Groups {
+            len,
+            sizes: (0..starts.len()).map(run_len).collect(),
+            index: Vec::new(),
+            contiguous: true,
+        });
+    }
+    let mut seen: HashMap<K, u32, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(starts.len(), Default::default());
+    let mut sizes: Vec<u32> = Vec::new();
+    let mut run_group: Vec<u32> = Vec::with_capacity(starts.len());
+    let mut contiguous = true;
+    for (r, &start) in starts.iter().enumerate() {
         let next_id = sizes.len() as u32;
-        let g = *seen.entry(k).or_insert(next_id);
+        let g = *seen.entry(key(start as usize)).or_insert(next_id);
         if g == next_id {
-            sizes.push(run);
+            sizes.push(run_len(r));
         } else {
             contiguous = false;
-            sizes[g as usize] += run;
+            sizes[g as usize] += run_len(r);
         }
-        index.extend(std::iter::repeat_n(g, run as usize));
+        run_group.push(g);
+    }
+    let mut index = Vec::new();
+    if !contiguous {
+        index.reserve_exact(len);
+        for (r, &g) in run_group.iter().enumerate() {
+            index.extend(std::iter::repeat_n(g, run_len(r) as usize));
+        }
     }
     Ok(Groups {
-        index,
+        len,
         sizes,
+        index,
         contiguous,
     })
 }
@@ -139,9 +210,9 @@ mod tests {
     #[test]
     fn first_appearance_order_and_sizes() {
         let g = group_ints(&[7, 7, 3, 7, 5, 3]).unwrap();
-        assert_eq!(g.index, vec![0, 0, 1, 0, 2, 1]);
-        assert_eq!(g.sizes, vec![3, 2, 1]);
-        assert!(!g.contiguous);
+        assert_eq!(g.index().as_ref(), &[0, 0, 1, 0, 2, 1]);
+        assert_eq!(g.sizes(), &[3, 2, 1]);
+        assert!(!g.is_contiguous());
         assert_eq!(g.offsets(), vec![0, 3, 5, 6]);
         assert_eq!(g.order(), vec![0, 1, 3, 2, 5, 4]);
     }
@@ -149,9 +220,13 @@ mod tests {
     #[test]
     fn contiguous_runs_are_recognised() {
         let g = group_strs(&["a", "a", "b", "b", "b", "c"]).unwrap();
-        assert!(g.contiguous);
-        assert_eq!(g.sizes, vec![2, 3, 1]);
+        assert!(g.is_contiguous());
+        assert_eq!(g.sizes(), &[2, 3, 1]);
+        assert_eq!(g.index().as_ref(), &[0, 0, 1, 1, 1, 2]);
         assert_eq!(g.order(), (0..6).collect::<Vec<u32>>());
+        let g = group_strs(&["b", "b", "a", "c", "c"]).unwrap();
+        assert!(g.is_contiguous());
+        assert_eq!(g.index().as_ref(), &[0, 0, 1, 2, 2]);
     }
 
     #[test]
@@ -168,5 +243,19 @@ mod tests {
         assert!(g.is_empty());
         assert_eq!(g.num_groups(), 0);
         assert_eq!(g.offsets(), vec![0]);
+    }
+
+    #[test]
+    fn parallel_run_detection_matches_sequential() {
+        // Long enough for the pool; runs straddle the chunk boundaries.
+        let ids: Vec<i64> = (0..200_003).map(|i| (i / 7) % 1000).collect();
+        let g = group_ints(&ids).unwrap();
+        assert!(!g.is_contiguous());
+        let mut first = std::collections::HashMap::new();
+        for (i, &id) in ids.iter().enumerate() {
+            let n = first.len() as u32;
+            let expect = *first.entry(id).or_insert(n);
+            assert_eq!(g.index()[i], expect);
+        }
     }
 }

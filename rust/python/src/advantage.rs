@@ -72,8 +72,8 @@ pub fn group_ids<'py>(
     let (index, sizes, offsets, order) = py.detach(|| {
         let widen = |v: &[u32]| v.iter().map(|&x| i64::from(x)).collect::<Vec<i64>>();
         (
-            widen(&groups.index),
-            widen(&groups.sizes),
+            widen(&groups.index()),
+            widen(groups.sizes()),
             groups
                 .offsets()
                 .iter()
@@ -87,7 +87,7 @@ pub fn group_ids<'py>(
         sizes.into_pyarray(py),
         offsets.into_pyarray(py),
         order.into_pyarray(py),
-        groups.contiguous,
+        groups.is_contiguous(),
     ))
 }
 
@@ -146,6 +146,12 @@ pub fn compute_advantages<'py>(
     dict.set_item("num_valid", widen(stats.num_valid).into_pyarray(py))?;
     dict.set_item("solve_rate", stats.solve_rate.into_pyarray(py))?;
     dict.set_item("frac_zero_std", out.frac_zero_std)?;
-    dict.set_item("group_index", groups.index.into_pyarray(py))?;
+    // Contiguous groups have no index array; the façade derives it from
+    // `size` on first use rather than paying for it on every call.
+    if groups.is_contiguous() {
+        dict.set_item("group_index", py.None())?;
+    } else {
+        dict.set_item("group_index", groups.index().into_owned().into_pyarray(py))?;
+    }
     Ok(dict)
 }
