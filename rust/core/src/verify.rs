@@ -64,6 +64,25 @@ fn parse_parts(parts: &[&str], opts: &ParseOptions) -> Result<Value, Rejection> 
     Ok(Value::collection(values))
 }
 
+/// The value of a gold-style text (its marked answer, or the text itself
+/// when it has no marker), as `grpo_fast.parse` shows it.
+pub fn parse_answer(text: &str, opts: &VerifyOptions) -> Result<Value, Rejection> {
+    if over_limit(text, &opts.extract) {
+        return Err(Rejection::OverBudget(
+            "text longer than the extraction limit".into(),
+        ));
+    }
+    let Some(g) = extract_gold(text, &opts.extract) else {
+        return Err(Rejection::Empty);
+    };
+    parse_parts(
+        &g.parts,
+        &ParseOptions {
+            limits: opts.limits.clone(),
+        },
+    )
+}
+
 /// Whether `pred` (a completion) answers `gold` (a gold answer or solution).
 pub fn verify(gold: &str, pred: &str, opts: &VerifyOptions) -> Verdict {
     let popts = ParseOptions {

@@ -106,7 +106,9 @@ fn assignment(items: &[Node], ops: &[RelOp]) -> Option<(Node, Node)> {
     if !rest.iter().all(|n| label_like(n) || is_constant(n)) {
         return None;
     }
-    let label = rest.iter().find(|n| label_like(n))?;
+    // A chain of constants (`\frac12 = \frac{10}{9}`, a calculation) ends in
+    // its result.
+    let label = rest.iter().find(|n| label_like(n)).unwrap_or(&rest[0]);
     Some((label.clone(), last.clone()))
 }
 
@@ -160,6 +162,21 @@ impl Cmp<'_> {
             (Node::Ellipsis, Node::Ellipsis) => return Ok(true),
             (Node::Ellipsis, _) | (_, Node::Ellipsis) => return Ok(false),
             _ => {}
+        }
+        // A list whose elements are all the same value is that value
+        // (the same answer boxed twice).
+        let list = |n: &Node| matches!(n, Node::List(_) | Node::Set(_));
+        if let (Node::List(v), false) = (g, list(p)) {
+            let d = self.dedup(v)?;
+            if d.len() == 1 {
+                return self.equiv(d[0], p);
+            }
+        }
+        if let (false, Node::List(v)) = (list(g), p) {
+            let d = self.dedup(v)?;
+            if d.len() == 1 {
+                return self.equiv(g, d[0]);
+            }
         }
         if let Node::Rel(items, ops) = g {
             return self.rel_gold(items, ops, p);

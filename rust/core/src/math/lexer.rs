@@ -150,6 +150,9 @@ pub(crate) struct Lexer<'a> {
     space: bool,
     newline: bool,
     depth: usize,
+    /// Unclosed `(`, `[` and `\{`: inside them a comma separates elements
+    /// (`(12,102)` is a pair, not 12102).
+    brackets: i64,
 }
 
 type R<T> = Result<T, Rejection>;
@@ -164,6 +167,7 @@ pub(crate) fn lex(src: &str, limits: &Limits) -> R<Vec<Token>> {
         space: false,
         newline: false,
         depth: 0,
+        brackets: 0,
     };
     lx.run(src.len())?;
     Ok(lx.out)
@@ -183,6 +187,11 @@ impl<'a> Lexer<'a> {
                 "more than {} tokens",
                 self.limits.max_tokens
             )));
+        }
+        match t {
+            T::P('(') | T::P('[') | T::SetOpen => self.brackets += 1,
+            T::P(')') | T::P(']') | T::SetClose => self.brackets -= 1,
+            _ => {}
         }
         self.out.push(Token {
             t,
@@ -290,6 +299,7 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                     self.push(T::P(c as char))?;
                 }
+                0x0c => self.form_feed(end, 1)?,
                 b'\'' | b'"' | b'?' | b'`' | b'#' | b'@' => self.pos += 1,
                 _ if c >= 0x80 => self.unicode(end)?,
                 _ => self.pos += 1,
@@ -382,6 +392,10 @@ impl<'a> Lexer<'a> {
 
     fn command(&mut self, end: usize) -> R<()> {
         let next = self.at(self.pos + 1);
+        if next == 0x0c {
+            // `\f` read by a non-raw Python string as a form feed.
+            return self.form_feed(end, 2);
+        }
         if next == b'\\' {
             // `\\le` (a doubled backslash, as in escaped sources) is `\le`;
             // `\\` alone separates matrix rows.
@@ -501,6 +515,23 @@ impl<'a> Lexer<'a> {
             }
         };
         self.push(t)
+    }
+
+    /// A form feed followed by letters (`\x0crac`) was `\f...` (`\frac`).
+    fn form_feed(&mut self, end: usize, skip: usize) -> R<()> {
+        let mut i = self.pos + skip;
+        while i < end && self.s[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let name = format!("f{}", &self.src[self.pos + skip..i]);
+        self.pos = i;
+        match name.as_str() {
+            "frac" => {
+                self.push(T::Cmd("frac"))?;
+                self.braced_args(end, 2)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The raw contents of the `{...}` group at the cursor (after spaces).
@@ -646,6 +677,9 @@ impl<'a> Lexer<'a> {
                     (",", false),
                     (" ", false),
                 ] {
+                    if sep == "," && self.brackets > 0 {
+                        continue;
+                    }
                     if self.starts(sep) {
                         let mut j = self.pos + sep.len();
                         if spaces_after {

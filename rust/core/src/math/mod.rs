@@ -123,6 +123,24 @@ impl fmt::Display for Value {
 }
 
 impl Value {
+    /// What kind of answer this is: `"number"` (no variables), `"expression"`,
+    /// `"relation"`, `"tuple"`, `"set"`, `"interval"`, `"union"`, `"list"`,
+    /// `"matrix"` or `"text"`.
+    pub fn kind(&self) -> &'static str {
+        match &self.node {
+            Node::Rel(..) => "relation",
+            Node::Tuple(_) => "tuple",
+            Node::Set(_) => "set",
+            Node::Interval(..) => "interval",
+            Node::Union(_) => "union",
+            Node::List(_) => "list",
+            Node::Matrix(_) => "matrix",
+            Node::Text(_) | Node::Ellipsis => "text",
+            n if compare::free_symbols(n).is_empty() => "number",
+            _ => "expression",
+        }
+    }
+
     /// Several answers as one collection answer (several `\boxed{}`): a
     /// bare list of their values, nested lists flattened.
     pub fn collection(values: Vec<Value>) -> Value {
@@ -182,7 +200,7 @@ fn lower(node: Node) -> Result<Node, Rejection> {
         Node::List(v) => Node::List(lower_items(v)?),
         Node::Set(v) => Node::Set(lower_items(v)?),
         other => {
-            let mut alts = expand_pm(approx(other));
+            let mut alts = expand_pm(approx(fold_matrices(other)));
             if alts.len() == 1 {
                 alts.pop().unwrap_or(Node::Ellipsis)
             } else {
@@ -195,24 +213,74 @@ fn lower(node: Node) -> Result<Node, Rejection> {
 fn lower_items(v: Vec<Node>) -> Result<Vec<Node>, Rejection> {
     let mut out = Vec::new();
     for n in v {
-        match lower(n)? {
-            Node::List(inner) if out.len() + inner.len() <= 4 * MAX_ALTERNATIVES => {
-                out.push(Node::List(inner))
-            }
-            other => out.push(other),
-        }
-    }
-    // Alternatives from `±` inside a list belong to the list itself.
-    let mut flat = Vec::new();
-    for n in out {
         match n {
-            Node::List(inner) if inner.iter().all(|x| !matches!(x, Node::List(_))) => {
-                flat.extend(inner)
-            }
-            other => flat.push(other),
+            Node::List(_) | Node::Set(_) => out.push(lower(n)?),
+            // Alternatives from `±` inside a list belong to the list itself.
+            other => out.extend(expand_pm(approx(fold_matrices(other)))),
         }
     }
-    Ok(flat)
+    Ok(out)
+}
+
+/// Sums and products of matrices with explicit entries, entry by entry.
+fn fold_matrices(node: Node) -> Node {
+    match node {
+        Node::Add(v) if v.len() >= 2 && v.iter().all(|x| matches!(x, Node::Matrix(_))) => {
+            let mut it = v.into_iter();
+            let Some(Node::Matrix(mut acc)) = it.next() else {
+                return Node::Ellipsis;
+            };
+            for m in it {
+                let Node::Matrix(m) = m else {
+                    return Node::Ellipsis;
+                };
+                if m.len() != acc.len() || m.iter().zip(&acc).any(|(a, b)| a.len() != b.len()) {
+                    return Node::Ellipsis;
+                }
+                for (ra, rb) in acc.iter_mut().zip(m) {
+                    for (a, b) in ra.iter_mut().zip(rb) {
+                        *a = Node::Add(vec![std::mem::replace(a, Node::Ellipsis), b]);
+                    }
+                }
+            }
+            Node::Matrix(acc)
+        }
+        Node::Mul(v) if v.len() >= 2 && v.iter().all(|x| matches!(x, Node::Matrix(_))) => {
+            let mut it = v.into_iter();
+            let Some(Node::Matrix(mut acc)) = it.next() else {
+                return Node::Ellipsis;
+            };
+            for m in it {
+                let Node::Matrix(m) = m else {
+                    return Node::Ellipsis;
+                };
+                let inner = acc.first().map_or(0, Vec::len);
+                if m.len() != inner || acc.iter().any(|r| r.len() != inner) {
+                    return Node::Ellipsis;
+                }
+                let cols = m.first().map_or(0, Vec::len);
+                if m.iter().any(|r| r.len() != cols) || inner * cols > 400 {
+                    return Node::Ellipsis;
+                }
+                acc = acc
+                    .iter()
+                    .map(|row| {
+                        (0..cols)
+                            .map(|j| {
+                                Node::Add(
+                                    (0..inner)
+                                        .map(|k| Node::Mul(vec![row[k].clone(), m[k][j].clone()]))
+                                        .collect(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .collect();
+            }
+            Node::Matrix(acc)
+        }
+        other => other,
+    }
 }
 
 /// `x = 1/3 \approx 0.33` is `x = 1/3`; `x \approx 11` is `x = 11`.

@@ -269,7 +269,7 @@ impl<'a> Parser<'a> {
                 // `12:00` is a time of day, not a ratio.
                 if let (Node::Num(_, false), Some(tok)) = (&left, self.peek_at(0)) {
                     if let T::Num(_, false, d) = &tok.t {
-                        if d.len() == 2 && !tok.space {
+                        if d.len() == 2 && d.starts_with('0') && !tok.space {
                             let l = crate::math::display::render(&left);
                             let d = d.clone();
                             self.bump();
@@ -356,7 +356,10 @@ impl<'a> Parser<'a> {
         self.abs_depth = 0;
         let n = self.expr(0)?;
         (self.fn_arg, self.abs_depth) = saved;
-        self.expect(&T::P('}'))?;
+        // An unclosed group at the very end (a truncated answer) is closed.
+        if self.peek().is_some() {
+            self.expect(&T::P('}'))?;
+        }
         Ok(n)
     }
 
@@ -604,7 +607,7 @@ impl<'a> Parser<'a> {
         } else {
             let saved = self.fn_arg;
             self.fn_arg = true;
-            let a = self.expr(9);
+            let a = self.expr(8);
             self.fn_arg = saved;
             a?
         };
@@ -662,7 +665,7 @@ impl<'a> Parser<'a> {
         let (Some(var), Some(lo), Some(hi)) = (var, lo, hi) else {
             return unparseable("a sum or product without bounds");
         };
-        let body = self.expr(9)?;
+        let body = self.expr(8)?;
         Ok(Node::BigOp(
             sum,
             var,
