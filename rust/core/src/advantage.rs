@@ -246,37 +246,58 @@ fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Resul
 /// are branch-free so that they vectorise; the top-2 scan runs only for
 /// pass@k.
 fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool) -> Acc {
-    let mut acc = Acc::EMPTY;
-    let (mut n, mut solved, mut sum) = (0u32, 0u32, 0.0f64);
-    let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
-    for r in x {
-        let v = r.to_f64();
+    // Four explicit lanes: floating-point reductions are not reassociated by
+    // the compiler, so lane-wise accumulators are what lets them vectorise.
+    const L: usize = 4;
+    let mut n = [0u32; L];
+    let mut solved = [0u32; L];
+    let mut sum = [0.0f64; L];
+    let mut min = [f64::INFINITY; L];
+    let mut max = [f64::NEG_INFINITY; L];
+    let mut lane = |l: usize, v: f64| {
         let valid = !v.is_nan();
-        n += u32::from(valid);
-        solved += u32::from(v >= threshold);
-        sum += if valid { v } else { 0.0 };
+        n[l] += u32::from(valid);
+        solved[l] += u32::from(v >= threshold);
+        sum[l] += if valid { v } else { 0.0 };
         // Plain comparisons (minsd/maxsd) rather than f64::min's NaN
         // handling: a NaN compares false and leaves the extreme unchanged.
-        min = if v < min { v } else { min };
-        max = if v > max { v } else { max };
+        min[l] = if v < min[l] { v } else { min[l] };
+        max[l] = if v > max[l] { v } else { max[l] };
+    };
+    let chunks = x.chunks_exact(L);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..L {
+            lane(l, c[l].to_f64());
+        }
     }
-    acc.n = n;
-    acc.solved = solved;
-    acc.sum = sum;
-    acc.min = min;
-    acc.max = max;
+    for (l, r) in rest.iter().enumerate() {
+        lane(l, r.to_f64());
+    }
+    let mut acc = Acc::EMPTY;
+    acc.n = n.iter().sum();
+    acc.solved = solved.iter().sum();
+    acc.sum = sum.iter().sum();
+    acc.min = min.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+    acc.max = max.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
     let mean = acc.mean();
-    acc.m2 = x
-        .iter()
-        .map(|r| {
-            let d = r.to_f64() - mean;
-            if d.is_nan() {
-                0.0
-            } else {
-                d * d
-            }
-        })
-        .sum();
+    let mut m2 = [0.0f64; L];
+    let dev = |r: &R| {
+        let d = r.to_f64() - mean;
+        if d.is_nan() {
+            0.0
+        } else {
+            d * d
+        }
+    };
+    let chunks = x.chunks_exact(L);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..L {
+            m2[l] += dev(&c[l]);
+        }
+    }
+    acc.m2 = m2.iter().sum::<f64>() + rest.iter().map(dev).sum::<f64>();
     if top2 {
         let mut t = Acc::EMPTY;
         for (j, r) in x.iter().enumerate() {
