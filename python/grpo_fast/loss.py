@@ -1,0 +1,310 @@
+"""The GRPO policy loss and its variants (DAPO, Dr. GRPO, GSPO, dual-clip PPO).
+
+:func:`policy_loss` is the objective; the rest of the module checks inputs.
+
+torch is imported here, not by ``import grpo_fast``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from grpo_fast.errors import InvalidInputError
+
+__all__ = ["LOSS_TYPES", "policy_loss"]
+
+LOSS_TYPES = ("grpo", "bnpo", "token_mean", "dapo", "dr_grpo")
+KL_ESTIMATORS = ("k1", "k2", "k3")
+IS_LEVELS = ("token", "sequence")
+
+# exp() of a log-ratio beyond this overflows the loss; verl clamps at the same place.
+_MAX_LOG_RATIO = 20.0
+_MAX_K3 = 10.0
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor | None,
+    advantages: Any,
+    mask: Any,
+    *,
+    ref_logp: torch.Tensor | None = None,
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    dual_clip: float | None = None,
+    delta: float | None = None,
+    importance_sampling_level: str = "token",
+    beta: float = 0.0,
+    kl: str = "k3",
+    loss_type: str = "grpo",
+    max_completion_length: int | None = None,
+    normalizer: float | torch.Tensor | None = None,
+    entropy: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Clipped-ratio policy-gradient loss with an optional KL penalty to a reference.
+
+    Parameters
+    ----------
+    logp : float tensor [B, T]
+        Log-probs of the sampled tokens under the policy being trained (with grad).
+    old_logp : float tensor [B, T] or None
+        Log-probs under the policy that sampled them; None means on-policy
+        (``logp.detach()``: the ratio is 1 and only its gradient matters).
+    advantages : numpy array or tensor, [B] or [B, T]
+        Used zero-copy when it is a CPU numpy array of ``logp``'s dtype.
+    mask : bool or 0/1 tensor [B, T]
+        Completion tokens that count.
+    ref_logp : float tensor [B, T], optional
+        Reference-model log-probs; needed only when ``beta > 0``.
+    eps_low, eps_high : float
+        Ratio clipped to ``[1 - eps_low, 1 + eps_high]`` (DAPO's clip-higher: eps_high > eps_low).
+    dual_clip : float > 1, optional
+        For negative advantages the loss is also capped at ``dual_clip * |A|``
+        (Ye et al. 2020, dual-clip PPO).
+    delta : float > 1, optional
+        Upper cap on the unclipped ratio (INTELLECT-2's two-sided clipping, TRL ``delta``).
+    importance_sampling_level : "token" or "sequence"
+        "sequence" is GSPO (Zheng et al. 2025): one ratio per sequence,
+        ``exp(mean_t(logp - old_logp))``, in its token-level straight-through form
+        ``sg[s_i] * exp(logp_t - sg[logp_t])`` so advantages may be per token.
+    beta : float
+        KL weight; the KL term is skipped entirely when 0.
+    kl : "k3", "k1" or "k2"
+        Schulman's estimators of KL(pi || ref): ``k1 = logp - ref``,
+        ``k2 = (logp - ref)^2 / 2``, ``k3 = exp(ref - logp) - (ref - logp) - 1``
+        (``ref - logp`` clamped to ±20 and k3 to at most 10, as verl does).
+    loss_type : str
+        How per-token losses ``l`` are averaged (``m`` the mask):
+        "grpo": ``mean_i(sum_t l m / sum_t m)``; "bnpo" and "token_mean":
+        ``sum l m / sum m``; "dapo": ``sum l m / normalizer``; "dr_grpo":
+        ``sum l m / (B * max_completion_length)``.
+    max_completion_length : int, optional
+        For "dr_grpo"; defaults to T.
+    normalizer : float or scalar tensor, optional
+        For "dapo": the number of completion tokens in the whole global batch
+        (all accumulation steps and ranks), so every token weighs the same;
+        defaults to this batch's ``sum(mask)``.
+    entropy : float tensor [B, T], optional
+        Per-token entropy; only reported (``entropy_mean``).
+
+    Returns
+    -------
+    loss : scalar tensor
+    metrics : dict of plain Python floats (one device sync for all of them)
+        ``clip_frac_low`` (ratio below ``1 - eps_low`` with A < 0, gradient cut),
+        ``clip_frac_high`` (above ``1 + eps_high`` with A > 0), ``clip_frac``
+        (their sum), ``ratio_mean``, plus ``dual_clip_frac``, ``kl_mean``,
+        ``entropy_mean`` when those options are used; token means over the mask.
+
+    Examples
+    --------
+    >>> logp = torch.randn(4, 6, requires_grad=True)
+    >>> mask = torch.ones(4, 6, dtype=torch.bool)
+    >>> loss, metrics = policy_loss(logp, logp.detach(), np.array([1.0, -1, 0.5, 0]), mask)
+    >>> loss.backward()
+    """
+    old_logp, adv, m = _check_inputs(logp, old_logp, advantages, mask, ref_logp, beta, entropy)
+    _check_options(eps_low, eps_high, dual_clip, delta, importance_sampling_level, kl, loss_type)
+
+    # The importance ratio, per token or per sequence (GSPO).
+    log_ratio = logp - old_logp
+    if importance_sampling_level == "sequence":
+        seq = (log_ratio * m).sum(-1, keepdim=True) / m.sum(-1, keepdim=True).clamp(min=1)
+        log_ratio = logp - logp.detach() + seq.detach()
+    ratio = torch.exp(log_ratio.clamp(max=_MAX_LOG_RATIO))
+
+    # PPO's clipped surrogate: the pessimistic one of the raw and clipped ratio.
+    clipped_ratio = ratio.clamp(1 - eps_low, 1 + eps_high)
+    capped_ratio = ratio if delta is None else ratio.clamp(max=delta)
+    per_token = torch.maximum(-adv * capped_ratio, -adv * clipped_ratio)
+    if dual_clip is not None:  # bound the loss of a negative-advantage token at c * |A|
+        per_token = torch.where(adv < 0, torch.minimum(per_token, -adv * dual_clip), per_token)
+
+    if beta != 0.0:
+        per_token = per_token + beta * _kl(logp, ref_logp, kl)
+
+    loss = _aggregate(per_token, m, loss_type, max_completion_length, normalizer)
+    metrics = _metrics(
+        ratio, adv, m, eps_low, eps_high, dual_clip, beta, logp, ref_logp, kl, entropy
+    )
+    return loss, metrics
+
+
+def _kl(logp: torch.Tensor, ref_logp: torch.Tensor | None, kind: str) -> torch.Tensor:
+    assert ref_logp is not None
+    if kind == "k1":
+        return logp - ref_logp
+    if kind == "k2":
+        return 0.5 * (logp - ref_logp) ** 2
+    d = (ref_logp - logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    return (torch.exp(d) - d - 1).clamp(max=_MAX_K3)
+
+
+def _aggregate(
+    per_token: torch.Tensor,
+    m: torch.Tensor,
+    loss_type: str,
+    max_completion_length: int | None,
+    normalizer: float | torch.Tensor | None,
+) -> torch.Tensor:
+    summed = per_token * m
+    if loss_type == "grpo":
+        return (summed.sum(-1) / m.sum(-1).clamp(min=1)).mean()
+    if loss_type in ("bnpo", "token_mean"):
+        return summed.sum() / m.sum().clamp(min=1)
+    if loss_type == "dapo":
+        denom = m.sum().clamp(min=1) if normalizer is None else _check_normalizer(normalizer)
+        return summed.sum() / denom
+    # dr_grpo: a constant denominator, so no length bias (Liu et al. 2025)
+    length = per_token.shape[1] if max_completion_length is None else max_completion_length
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise InvalidInputError(f"max_completion_length must be a positive int, got {length!r}")
+    return summed.sum() / (per_token.shape[0] * length)
+
+
+def _metrics(
+    ratio: torch.Tensor,
+    adv: torch.Tensor,
+    m: torch.Tensor,
+    eps_low: float,
+    eps_high: float,
+    dual_clip: float | None,
+    beta: float,
+    logp: torch.Tensor,
+    ref_logp: torch.Tensor | None,
+    kl: str,
+    entropy: torch.Tensor | None,
+) -> dict[str, float]:
+    with torch.no_grad():
+        count = m.sum().clamp(min=1)
+
+        def mean(x: torch.Tensor) -> torch.Tensor:
+            return (x.to(m.dtype) * m).sum() / count
+
+        low = mean((ratio < 1 - eps_low) & (adv < 0))
+        high = mean((ratio > 1 + eps_high) & (adv > 0))
+        values = {
+            "clip_frac_low": low,
+            "clip_frac_high": high,
+            "clip_frac": low + high,
+            "ratio_mean": mean(ratio),
+        }
+        if dual_clip is not None:
+            values["dual_clip_frac"] = mean((ratio > dual_clip) & (adv < 0))
+        if beta != 0.0:
+            values["kl_mean"] = mean(_kl(logp.detach(), ref_logp, kl))
+        if entropy is not None:
+            values["entropy_mean"] = mean(entropy.detach())
+        floats = torch.stack(list(values.values())).tolist()  # one sync
+    return dict(zip(values, floats, strict=True))
+
+
+# ---------------------------------------------------------------------------
+# Input checks.
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (torch.Tensor, np.ndarray)):
+        device = f" on {x.device}" if isinstance(x, torch.Tensor) else " (numpy)"
+        return f"{tuple(x.shape)} {x.dtype}{device}"
+    return type(x).__name__
+
+
+def _check_like(name: str, x: Any, logp: torch.Tensor) -> torch.Tensor:
+    if (
+        not isinstance(x, torch.Tensor)
+        or x.shape != logp.shape
+        or x.dtype != logp.dtype
+        or x.device != logp.device
+    ):
+        raise InvalidInputError(
+            f"{name} is {_describe(x)} but logp is {_describe(logp)}: expected the same"
+            " shape, dtype and device"
+        )
+    return x
+
+
+def _check_inputs(
+    logp: Any,
+    old_logp: Any,
+    advantages: Any,
+    mask: Any,
+    ref_logp: Any,
+    beta: float,
+    entropy: Any,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    if not isinstance(logp, torch.Tensor) or logp.dim() != 2 or not logp.is_floating_point():
+        raise InvalidInputError(f"logp must be a float tensor [B, T], got {_describe(logp)}")
+    old = logp.detach() if old_logp is None else _check_like("old_logp", old_logp, logp)
+    if beta != 0.0:
+        if ref_logp is None:
+            raise InvalidInputError(f"beta={beta} needs ref_logp (or set beta=0)")
+        _check_like("ref_logp", ref_logp, logp)
+    if entropy is not None:
+        _check_like("entropy", entropy, logp)
+
+    if isinstance(mask, np.ndarray):
+        mask = torch.from_numpy(mask).to(logp.device)
+    if not isinstance(mask, torch.Tensor) or mask.shape != logp.shape:
+        raise InvalidInputError(
+            f"mask is {_describe(mask)} but logp is {_describe(logp)}: expected the same shape"
+        )
+    if mask.device != logp.device:
+        raise InvalidInputError(f"mask is on {mask.device} but logp is on {logp.device}")
+    m = mask.to(logp.dtype)
+
+    adv = advantages
+    if isinstance(adv, np.ndarray):
+        if not np.issubdtype(adv.dtype, np.floating):
+            raise InvalidInputError(f"advantages must be floating point, got {adv.dtype}")
+        adv = torch.from_numpy(adv)  # zero-copy
+    if not isinstance(adv, torch.Tensor) or not adv.is_floating_point():
+        raise InvalidInputError(f"advantages must be a float array or tensor, got {_describe(adv)}")
+    if adv.shape == logp.shape[:1]:
+        adv = adv.unsqueeze(-1)
+    elif adv.shape != logp.shape:
+        raise InvalidInputError(
+            f"advantages is {tuple(adv.shape)} but logp is {tuple(logp.shape)}:"
+            " expected [B] or [B, T]"
+        )
+    if adv.device != logp.device and adv.device.type != "cpu":
+        raise InvalidInputError(f"advantages is on {adv.device} but logp is on {logp.device}")
+    # From numpy/CPU to logp's device and dtype (Rust hands f32 advantages).
+    adv = adv.to(device=logp.device, dtype=logp.dtype)
+    return old, adv, m
+
+
+def _check_options(
+    eps_low: float,
+    eps_high: float,
+    dual_clip: float | None,
+    delta: float | None,
+    is_level: str,
+    kl: str,
+    loss_type: str,
+) -> None:
+    if not (0 <= eps_low < 1) or not (eps_high >= 0):
+        raise InvalidInputError(
+            f"need 0 <= eps_low < 1 and eps_high >= 0, got eps_low={eps_low}, eps_high={eps_high}"
+        )
+    if dual_clip is not None and not dual_clip > 1:
+        raise InvalidInputError(f"dual_clip must be > 1, got {dual_clip}")
+    if delta is not None and not delta > 1:
+        raise InvalidInputError(f"delta must be > 1, got {delta}")
+    for name, value, allowed in (
+        ("importance_sampling_level", is_level, IS_LEVELS),
+        ("kl", kl, KL_ESTIMATORS),
+        ("loss_type", loss_type, LOSS_TYPES),
+    ):
+        if value not in allowed:
+            raise InvalidInputError(f"unknown {name} {value!r}; expected one of {allowed}")
+
+
+def _check_normalizer(normalizer: float | torch.Tensor) -> float | torch.Tensor:
+    value = float(normalizer)
+    if not value > 0 or value == float("inf"):
+        raise InvalidInputError(f"normalizer must be a positive token count, got {value}")
+    return normalizer
