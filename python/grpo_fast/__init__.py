@@ -7,7 +7,7 @@ only by the modules that need them, so ``import grpo_fast`` needs numpy alone.
 
 from __future__ import annotations
 
-from grpo_fast import errors
+from grpo_fast import errors, rewards
 from grpo_fast._core import __version__, get_num_threads, set_num_threads
 from grpo_fast.advantages import (
     AdvantageResult,
@@ -17,6 +17,16 @@ from grpo_fast.advantages import (
     group,
 )
 from grpo_fast.errors import GrpoFastError, InternalError, InvalidInputError
+from grpo_fast.rewards import Rewards, RewardScores, combine, score_batch
+from grpo_fast.verify import (
+    Extraction,
+    Verdict,
+    extract_answer,
+    extract_gold,
+    verify,
+    verify_batch,
+    verify_detailed,
+)
 
 __all__ = [
     "AdvantageResult",
@@ -28,6 +38,18 @@ __all__ = [
     "broadcast_to_tokens",
     "compute_advantages",
     "errors",
+    "Extraction",
+    "RewardScores",
+    "Rewards",
+    "Verdict",
+    "combine",
+    "extract_answer",
+    "extract_gold",
+    "rewards",
+    "score_batch",
+    "verify",
+    "verify_batch",
+    "verify_detailed",
     "get_num_threads",
     "group",
     "set_num_threads",

@@ -13,6 +13,7 @@ use regex::{Regex, RegexBuilder};
 use crate::error::{CoreError, Result};
 use crate::extract::{extract_answer, ExtractOptions};
 use crate::parallel;
+use crate::verify::{verify, VerifyOptions};
 
 /// Below this many items a batch is scored on the calling thread. Verifying
 /// one item costs microseconds, so the pool pays off far sooner than for the
@@ -26,6 +27,8 @@ const REGEX_SIZE_LIMIT: usize = 1 << 21;
 /// One reward.
 #[derive(Debug, Clone)]
 pub enum Spec {
+    /// 1 when the completion's answer is mathematically equal to the gold.
+    Math(VerifyOptions),
     /// 1 when the answer (or the whole completion) equals the gold string.
     Exact {
         /// Compare the extracted answer (parts joined by ", ") instead of the whole text.
@@ -66,7 +69,7 @@ impl Spec {
     }
 
     fn needs_gold(&self) -> bool {
-        matches!(self, Spec::Exact { .. } | Spec::Choice(_))
+        matches!(self, Spec::Math(_) | Spec::Exact { .. } | Spec::Choice(_))
     }
 
     /// The reward of one item (NaN when unscorable).
@@ -76,6 +79,16 @@ impl Spec {
             (_, g) => g.unwrap_or(""),
         };
         match self {
+            Spec::Math(opts) => {
+                let v = verify(gold, completion, opts);
+                // A gold that cannot be extracted or parsed is the dataset's
+                // fault, not the model's: unscorable rather than wrong.
+                if v.gold.is_none() {
+                    f32::NAN
+                } else {
+                    f32::from(u8::from(v.matched))
+                }
+            }
             Spec::Exact {
                 extract,
                 case_sensitive,
@@ -268,6 +281,19 @@ pub fn map_items<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec
     parallel::pool().install(|| (0..n).into_par_iter().with_min_len(8).map(f).collect())
 }
 
+/// `verify(golds[i], preds[i])` for a batch, as 1.0 / 0.0 (`None` gold: 0).
+pub fn verify_batch(golds: Golds<'_>, preds: &[&str], opts: &VerifyOptions) -> Result<Vec<f32>> {
+    if let Golds::Each(gs) = golds {
+        check_len("golds", gs.len(), preds.len())?;
+    }
+    Ok(map_items(preds.len(), |i| {
+        let matched = golds
+            .get(i)
+            .is_some_and(|g| verify(g, preds[i], opts).matched);
+        f32::from(u8::from(matched))
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +388,31 @@ mod tests {
             .score(&["a", "b"], Golds::One(None), Some(&[9, 11]))
             .expect("scored");
         assert_eq!(s.total, vec![-0.5, -1.0]);
+    }
+
+    #[test]
+    fn math_reward_and_verify_batch() {
+        let set = RewardSet {
+            specs: vec![(Spec::Math(VerifyOptions::default()), 1.0)],
+        };
+        let preds = ["\\boxed{\\frac{1}{2}}", "so 0.5", "\\boxed{3}", "x"];
+        let s = set
+            .score(&preds, Golds::One(Some("\\frac12")), None)
+            .expect("scored");
+        assert_eq!(s.total, vec![1.0, 1.0, 0.0, 0.0]);
+        let s = set
+            .score(&preds[..1], Golds::One(Some("")), None)
+            .expect("scored");
+        assert!(s.total[0].is_nan(), "an empty gold is unscorable");
+        let golds = [Some("3"), None];
+        let v = verify_batch(
+            Golds::Each(&golds),
+            &["\\boxed{3}", "3"],
+            &VerifyOptions::default(),
+        )
+        .expect("verified");
+        assert_eq!(v, vec![1.0, 0.0]);
+        assert!(verify_batch(Golds::Each(&golds), &["3"], &VerifyOptions::default()).is_err());
     }
 
     #[test]

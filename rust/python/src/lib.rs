@@ -6,6 +6,7 @@
 
 mod advantage;
 mod errors;
+mod verify;
 
 use pyo3::prelude::*;
 
@@ -17,6 +18,8 @@ mod _core {
     use crate::advantage::{compute_advantages, group_ids};
     #[pymodule_export]
     use crate::threads::{get_num_threads, set_num_threads};
+    #[pymodule_export]
+    use crate::verify::{extract_answer, extract_gold, verify, verify_batch, PyRewardSet};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

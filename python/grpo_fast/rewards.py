@@ -1,0 +1,413 @@
+"""Reward specs: built once in Python, applied to a whole batch in Rust.
+
+A spec says what to reward (math equivalence, an exact string, a choice
+letter, a regex format, DAPO's soft overlong punishment, or your own Python
+function) and its weight; :func:`combine` compiles several into one
+:class:`Rewards` whose :meth:`Rewards.score_batch` scores a batch in one call
+across the core's threads, with the GIL released, and returns the weighted
+total plus one column per spec. NaN marks an item a spec cannot score (no
+gold, a gold without a choice letter, a Python function returning None); a
+NaN in any weighted column makes the item's total NaN, so the advantages
+leave it out of the group statistics instead of scoring it as a failure.
+
+Examples
+--------
+>>> from grpo_fast import rewards
+>>> r = rewards.combine(
+...     rewards.MathReward(),
+...     rewards.FormatReward(r"^<think>.*?</think>\\s*<answer>.*?</answer>$", weight=0.5),
+... )
+>>> s = r.score_batch(["<think>2+2</think> <answer>4</answer>", "5"], golds="4")
+>>> s.total.tolist()
+[1.5, 0.0]
+>>> sorted(s.columns)
+['format', 'math']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from grpo_fast import _core
+from grpo_fast.errors import InvalidInputError
+from grpo_fast.verify import check_extract_options
+
+__all__ = [
+    "ChoiceReward",
+    "ExactMatchReward",
+    "FormatReward",
+    "MathReward",
+    "OverlongReward",
+    "PythonReward",
+    "RewardScores",
+    "RewardSpec",
+    "Rewards",
+    "combine",
+    "overlong_penalty",
+    "score_batch",
+]
+
+
+class RewardSpec:
+    """Base class of the reward specs; ``weight`` and ``name`` on every one."""
+
+    weight: float
+    name: str | None
+    kind: str = ""
+
+    def _params(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+def _extract_params(
+    rules: Sequence[str] | None, max_length: int | None, tail_length: int | None
+) -> dict[str, Any]:
+    rules_, max_length_, tail_length_ = check_extract_options(rules, max_length, tail_length)
+    return {"rules": rules_, "max_length": max_length_, "tail_length": tail_length_}
+
+
+@dataclass(frozen=True)
+class MathReward(RewardSpec):
+    """1 when the completion's answer is mathematically equal to the gold
+    (:func:`grpo_fast.verify`, same options), else 0; NaN when the gold
+    itself has no usable answer (the dataset's fault, not the model's).
+
+    Examples
+    --------
+    >>> combine(MathReward()).score_batch([r"\\boxed{0.5}", "1/3"], golds=r"\\frac12").total
+    array([1., 0.], dtype=float32)
+    """
+
+    rel_tol: float = 1e-6
+    allow_set_relation_comp: bool = False
+    rules: Sequence[str] | None = None
+    max_length: int | None = None
+    tail_length: int | None = None
+    weight: float = 1.0
+    name: str | None = None
+    kind = "math"
+
+    def _params(self) -> dict[str, Any]:
+        if not isinstance(self.rel_tol, (int, float)) or not self.rel_tol >= 0:
+            raise InvalidInputError(f"rel_tol must be a number >= 0, not {self.rel_tol!r}")
+        return {
+            "rel_tol": float(self.rel_tol),
+            "allow_set_relation_comp": bool(self.allow_set_relation_comp),
+            **_extract_params(self.rules, self.max_length, self.tail_length),
+        }
+
+
+@dataclass(frozen=True)
+class ExactMatchReward(RewardSpec):
+    """1 when the answer equals the gold string (both stripped).
+
+    ``extract=True`` compares the extracted answer (parts joined by ``", "``);
+    ``extract=False`` the whole completion.
+
+    Examples
+    --------
+    >>> combine(ExactMatchReward()).score_batch(["the answer is Paris."], golds="paris").total
+    array([1.], dtype=float32)
+    """
+
+    extract: bool = True
+    case_sensitive: bool = False
+    rules: Sequence[str] | None = None
+    max_length: int | None = None
+    tail_length: int | None = None
+    weight: float = 1.0
+    name: str | None = None
+    kind = "exact"
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "extract": bool(self.extract),
+            "case_sensitive": bool(self.case_sensitive),
+            **_extract_params(self.rules, self.max_length, self.tail_length),
+        }
+
+
+@dataclass(frozen=True)
+class ChoiceReward(RewardSpec):
+    """1 when the completion's choice letter (``C``, ``(C)``, ``\\text{(C)}``,
+    ``C. text``; case ignored) equals the gold's; NaN for a gold without one.
+
+    Examples
+    --------
+    >>> combine(ChoiceReward()).score_batch(["The answer is (b).", "A"], golds="B").total
+    array([1., 0.], dtype=float32)
+    """
+
+    rules: Sequence[str] | None = None
+    max_length: int | None = None
+    tail_length: int | None = None
+    weight: float = 1.0
+    name: str | None = None
+    kind = "choice"
+
+    def _params(self) -> dict[str, Any]:
+        return _extract_params(self.rules, self.max_length, self.tail_length)
+
+
+@dataclass(frozen=True)
+class FormatReward(RewardSpec):
+    """1 when ``pattern`` matches the completion (Rust ``regex`` syntax,
+    linear-time matching; anchor with ``^…$`` for a full match). ``dot_all``
+    lets ``.`` match newlines, as TRL's format reward does with ``re.DOTALL``.
+
+    Examples
+    --------
+    >>> fmt = FormatReward(r"^<think>.*?</think>\\s*<answer>.*?</answer>$")
+    >>> combine(fmt).score_batch(["<think>a\\nb</think><answer>1</answer>", "1"]).total
+    array([1., 0.], dtype=float32)
+    """
+
+    pattern: str
+    dot_all: bool = True
+    weight: float = 1.0
+    name: str | None = None
+    kind = "format"
+
+    def _params(self) -> dict[str, Any]:
+        if not isinstance(self.pattern, str):
+            raise InvalidInputError(f"pattern must be a str, not {type(self.pattern).__name__}")
+        return {"pattern": self.pattern, "dot_all": bool(self.dot_all)}
+
+
+@dataclass(frozen=True)
+class OverlongReward(RewardSpec):
+    """DAPO's soft overlong punishment of the token length ``L`` (Yu et al.
+    2025): 0 if ``L <= max_length - cache_length``, ``((max_length -
+    cache_length) - L) / cache_length`` up to ``max_length``, -1 beyond.
+    Needs ``lengths`` in :meth:`Rewards.score_batch`.
+
+    Examples
+    --------
+    >>> combine(OverlongReward(20, 4)).score_batch(["a", "b", "c"], lengths=[16, 18, 30]).total
+    array([ 0. , -0.5, -1. ], dtype=float32)
+    """
+
+    max_length: int
+    cache_length: int
+    weight: float = 1.0
+    name: str | None = None
+    kind = "overlong"
+
+    def _params(self) -> dict[str, Any]:
+        for key in ("max_length", "cache_length"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**32:
+                raise InvalidInputError(f"{key} must be an int in [0, 2**32), not {v!r}")
+        return {"max_length": self.max_length, "cache_length": self.cache_length}
+
+
+@dataclass(frozen=True)
+class PythonReward(RewardSpec):
+    """Your own reward, called from Python once per batch as
+    ``fn(completions, golds, lengths)`` (lists of str, of str or None, and an
+    int64 array or None); it returns one float (or None: unscorable) per item.
+
+    Examples
+    --------
+    >>> short = PythonReward(lambda c, g, l: [float(len(x) < 5) for x in c], name="short")
+    >>> combine(short).score_batch(["hi", "hello world"]).total
+    array([1., 0.], dtype=float32)
+    """
+
+    fn: Callable[[list[str], list[str | None], np.ndarray | None], Sequence[float | None]]
+    weight: float = 1.0
+    name: str | None = None
+    kind = "python"
+
+    def _params(self) -> dict[str, Any]:
+        if not callable(self.fn):
+            raise InvalidInputError(f"fn must be callable, not {type(self.fn).__name__}")
+        return {}
+
+
+def overlong_penalty(length: int, max_length: int, cache_length: int) -> float:
+    """DAPO's soft overlong punishment of one length (see :class:`OverlongReward`).
+
+    Examples
+    --------
+    >>> overlong_penalty(18, 20, 4)
+    -0.5
+    """
+    expected = max_length - cache_length
+    if length <= expected:
+        return 0.0
+    if length <= max_length:
+        return (expected - length) / cache_length
+    return -1.0
+
+
+@dataclass(frozen=True)
+class RewardScores:
+    """The rewards of a batch.
+
+    Attributes
+    ----------
+    total : numpy.ndarray
+        float32 ``[N]``: the weighted sum of the columns (NaN where any
+        weighted column is NaN).
+    columns : dict of str to numpy.ndarray
+        float32 ``[N]`` per spec, unweighted, by spec name.
+    """
+
+    total: npt.NDArray[np.float32]
+    columns: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+
+
+class Rewards:
+    """Several weighted reward specs, compiled once; see :func:`combine`."""
+
+    def __init__(self, specs: Sequence[RewardSpec]) -> None:
+        specs = list(specs)
+        if not specs:
+            raise InvalidInputError("combine needs at least one reward spec")
+        names: list[str] = []
+        for i, spec in enumerate(specs):
+            if not isinstance(spec, RewardSpec):
+                raise InvalidInputError(
+                    f"specs[{i}] is {type(spec).__name__}; expected a reward spec "
+                    "(MathReward, FormatReward, ...)"
+                )
+            w = spec.weight
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+                raise InvalidInputError(f"specs[{i}].weight must be a finite number, not {w!r}")
+            base = spec.name or spec.kind
+            name, k = base, 1
+            while name in names:
+                k += 1
+                name = f"{base}_{k}"
+            names.append(name)
+        self.specs: tuple[RewardSpec, ...] = tuple(specs)
+        self.names: tuple[str, ...] = tuple(names)
+        self._rust = [i for i, s in enumerate(specs) if not isinstance(s, PythonReward)]
+        self._set = _core.RewardSet(
+            [(specs[i].kind, specs[i]._params(), float(specs[i].weight)) for i in self._rust]
+        )
+        for s in specs:
+            if isinstance(s, PythonReward):
+                s._params()
+
+    def __repr__(self) -> str:
+        return f"Rewards({', '.join(self.names)})"
+
+    def score_batch(
+        self,
+        completions: Sequence[str],
+        golds: str | Sequence[str | None] | None = None,
+        lengths: Sequence[int] | npt.ArrayLike | None = None,
+    ) -> RewardScores:
+        """Score a batch.
+
+        Parameters
+        ----------
+        completions : sequence of str
+            The model's texts, ``N`` of them.
+        golds : str, sequence of (str or None), or None
+            One gold for every completion, or one each (None: no gold; specs
+            that need one give NaN).
+        lengths : sequence of int, optional
+            Token lengths, required by :class:`OverlongReward`.
+
+        Returns
+        -------
+        RewardScores
+        """
+        if isinstance(completions, str) or not isinstance(completions, Sequence):
+            raise InvalidInputError(
+                f"completions must be a list of str, not {type(completions).__name__}"
+            )
+        texts = list(completions)
+        if golds is None or isinstance(golds, str):
+            gold_arg: Any = golds
+            gold_list: list[str | None] = [golds] * len(texts)
+        elif isinstance(golds, Sequence):
+            gold_arg = gold_list = list(golds)
+        else:
+            raise InvalidInputError(
+                f"golds must be a str or a list of str (None for no gold), "
+                f"not {type(golds).__name__}"
+            )
+        lens = None if lengths is None else _lengths(lengths)
+        total, grid = self._set.score(texts, gold_arg, lens)
+        columns = {self.names[i]: grid[j] for j, i in enumerate(self._rust)}
+        for i, spec in enumerate(self.specs):
+            if isinstance(spec, PythonReward):
+                col = _call_python(spec, self.names[i], texts, gold_list, lens)
+                if spec.weight != 0:
+                    total = total + np.float32(spec.weight) * col
+                columns[self.names[i]] = col
+        return RewardScores(total=total.astype(np.float32, copy=False), columns=columns)
+
+
+def _lengths(lengths: Any) -> npt.NDArray[np.int64]:
+    arr = np.asarray(lengths)
+    if arr.ndim != 1:
+        raise InvalidInputError(f"lengths must be 1-D, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidInputError(f"lengths must be integer token counts, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _call_python(
+    spec: PythonReward,
+    name: str,
+    texts: list[str],
+    golds: list[str | None],
+    lengths: npt.NDArray[np.int64] | None,
+) -> npt.NDArray[np.float32]:
+    out = list(spec.fn(texts, golds, lengths))
+    if len(out) != len(texts):
+        raise InvalidInputError(
+            f"reward {name!r} returned {len(out)} values for {len(texts)} completions"
+        )
+    try:
+        return np.array([np.nan if v is None else float(v) for v in out], dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"reward {name!r} returned a non-number: {e}") from None
+
+
+def combine(*specs: RewardSpec | Sequence[RewardSpec]) -> Rewards:
+    """Compile reward specs (or one list of them) into one :class:`Rewards`.
+
+    Examples
+    --------
+    >>> r = combine(ExactMatchReward(), OverlongReward(8, 4, weight=0.5))
+    >>> r.score_batch(["Answer: yes"], golds="yes", lengths=[6]).total
+    array([0.75], dtype=float32)
+    """
+    if len(specs) == 1 and isinstance(specs[0], Sequence):
+        return Rewards(specs[0])
+    return Rewards(specs)  # type: ignore[arg-type]
+
+
+def score_batch(
+    specs: RewardSpec | Sequence[RewardSpec] | Rewards,
+    completions: Sequence[str],
+    golds: str | Sequence[str | None] | None = None,
+    lengths: Sequence[int] | npt.ArrayLike | None = None,
+) -> RewardScores:
+    """One-shot :func:`combine` + :meth:`Rewards.score_batch` (prefer
+    compiling once with :func:`combine` in a training loop).
+
+    Examples
+    --------
+    >>> score_batch(FormatReward(r"^\\d+$"), ["12", "x"]).total
+    array([1., 0.], dtype=float32)
+    """
+    if isinstance(specs, Rewards):
+        rewards = specs
+    elif isinstance(specs, RewardSpec):
+        rewards = Rewards([specs])
+    else:
+        rewards = Rewards(specs)
+    return rewards.score_batch(completions, golds, lengths)

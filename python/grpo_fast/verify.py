@@ -1,0 +1,333 @@
+"""Find the final answer of a completion and decide whether it equals the gold.
+
+Extraction, parsing and comparison run in Rust; a batch (:func:`verify_batch`)
+runs across the core's threads with the GIL released. What counts as the
+answer and as a match is the project's documented semantics (``\\boxed{}``
+first, several boxes form one collection answer, a bare gold is the answer
+itself, exact values compare exactly, decimals within ``rel_tol``). Every
+item is decided within a fixed budget: over a limit it is a non-match whose
+reason says why, never a hang or a crash, and no signals are used, so the
+functions work unchanged from threads, asyncio executors and forked workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from grpo_fast import _core
+from grpo_fast.errors import InvalidInputError
+
+__all__ = [
+    "RULES",
+    "Extraction",
+    "Verdict",
+    "check_extract_options",
+    "extract_answer",
+    "extract_gold",
+    "verify",
+    "verify_batch",
+    "verify_detailed",
+]
+
+#: The extraction rules, in the default priority (``last_value`` takes the
+#: latest of ``bold``, ``math_span``, ``choice`` and ``last_number``).
+RULES: tuple[str, ...] = (
+    "boxed",
+    "answer_tag",
+    "final_answer",
+    "gsm8k",
+    "answer_colon",
+    "answer_is",
+    "last_value",
+)
+_ALL_RULES = (*RULES, "bold", "math_span", "choice", "last_number")
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """An answer found in a text.
+
+    Attributes
+    ----------
+    parts : tuple of str
+        One part per ``\\boxed{}``; a single part for every other rule.
+    rule : str
+        The rule that found it (``"boxed"``, ``"gsm8k"``, ..., ``"bare"`` for
+        a gold without markers).
+    """
+
+    parts: tuple[str, ...]
+    rule: str
+
+    @property
+    def answer(self) -> str:
+        """The parts joined by ``", "``."""
+        return ", ".join(self.parts)
+
+
+def check_extract_options(
+    rules: Sequence[str] | None, max_length: int | None, tail_length: int | None
+) -> tuple[list[str] | None, int | None, int | None]:
+    """Validate the extraction keywords shared by every public function."""
+    if rules is not None:
+        if isinstance(rules, str) or not all(isinstance(r, str) for r in rules):
+            raise InvalidInputError(f"rules must be a sequence of rule names, not {rules!r}")
+        unknown = [r for r in rules if r not in _ALL_RULES]
+        if unknown:
+            raise InvalidInputError(
+                f"unknown extraction rule {unknown[0]!r}; expected one of {', '.join(_ALL_RULES)}"
+            )
+        rules = list(rules)
+    for name, value in (("max_length", max_length), ("tail_length", tail_length)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise InvalidInputError(f"{name} must be a non-negative int, not {value!r}")
+    return rules, max_length, tail_length
+
+
+def _check_str(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def extract_answer(
+    completion: str,
+    *,
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> Extraction | None:
+    """The final answer of a completion and the rule that found it.
+
+    Parameters
+    ----------
+    completion : str
+        The model's text.
+    rules : sequence of str, optional
+        Rules to try, in priority order (default :data:`RULES`): ``boxed``
+        (``\\boxed{}`` / ``\\fbox{}``, nested braces, every box a part),
+        ``answer_tag`` (``<answer>…</answer>``), ``final_answer`` (``The final
+        answer is X``), ``gsm8k`` (``#### X``), ``answer_colon`` (``Answer: X``,
+        ``**Answer:** X``), ``answer_is`` (``the answer is X``), then
+        ``last_value``: the latest-ending of ``bold`` (``**X**``),
+        ``math_span`` (``$…$``, ``\\(…\\)``, ``\\[…\\]``), ``choice`` (``(C)``)
+        and ``last_number``, within ``tail_length`` bytes of the end. Each of
+        those four can also be listed on its own. For every marker but the
+        box, the last occurrence counts.
+    max_length : int, optional
+        Longer texts (in UTF-8 bytes) are not searched and have no answer
+        (default 1 MiB).
+    tail_length : int, optional
+        How near the end, in bytes, a ``last_value`` must end (default 500).
+
+    Returns
+    -------
+    Extraction or None
+        None when no rule finds an answer. The work is linear in the length.
+
+    Examples
+    --------
+    >>> extract_answer(r"so the total is \\boxed{\\frac{1}{2}}.")
+    Extraction(parts=('\\\\frac{1}{2}',), rule='boxed')
+    >>> extract_answer("She pays 3 * 4 = 12 dollars.\\n#### 12").rule
+    'gsm8k'
+    >>> extract_answer("no value here") is None
+    True
+    """
+    _check_str("completion", completion)
+    found = _core.extract_answer(completion, *check_extract_options(rules, max_length, tail_length))
+    return None if found is None else Extraction(tuple(found[0]), found[1])
+
+
+def extract_gold(
+    gold: str,
+    *,
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> Extraction | None:
+    """The answer of a gold: marker rules as :func:`extract_answer`, and a
+    gold without markers is the answer itself (rule ``"bare"``).
+
+    Examples
+    --------
+    >>> extract_gold(r"\\frac34")
+    Extraction(parts=('\\\\frac34',), rule='bare')
+    >>> extract_gold("Half of 144 is 72.\\n#### 72").parts
+    ('72',)
+    """
+    _check_str("gold", gold)
+    found = _core.extract_gold(gold, *check_extract_options(rules, max_length, tail_length))
+    return None if found is None else Extraction(tuple(found[0]), found[1])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The detailed result of :func:`verify_detailed`.
+
+    Attributes
+    ----------
+    matched : bool
+        Whether the prediction answers the gold.
+    reason : str
+        ``"match"``, ``"no match"``, ``"no answer found"``, ``"no gold
+        answer"``, ``"empty answer"``, ``"unparseable answer: ..."``,
+        ``"over budget: ..."`` (a limit was hit: the item is a non-match).
+    gold, pred : str or None
+        The canonical form of each parsed answer (None where it did not parse).
+    """
+
+    matched: bool
+    reason: str
+    gold: str | None
+    pred: str | None
+
+    def __bool__(self) -> bool:
+        return self.matched
+
+
+def _verify_args(
+    rel_tol: float,
+    allow_set_relation_comp: bool,
+    rules: Sequence[str] | None,
+    max_length: int | None,
+    tail_length: int | None,
+) -> tuple[Any, ...]:
+    if isinstance(rel_tol, bool) or not isinstance(rel_tol, (int, float)) or not rel_tol >= 0:
+        raise InvalidInputError(f"rel_tol must be a number >= 0, not {rel_tol!r}")
+    return (
+        float(rel_tol),
+        bool(allow_set_relation_comp),
+        *check_extract_options(rules, max_length, tail_length),
+    )
+
+
+def verify_detailed(
+    gold: str,
+    pred: str,
+    *,
+    rel_tol: float = 1e-6,
+    allow_set_relation_comp: bool = False,
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> Verdict:
+    """:func:`verify` with the reason and the parsed answers.
+
+    Examples
+    --------
+    >>> verify_detailed(r"\\frac34", r"so \\boxed{0.75}")
+    Verdict(matched=True, reason='match', gold='3/4', pred='0.75')
+    >>> verify_detailed("72", "I do not know").reason
+    'no answer found'
+    """
+    _check_str("gold", gold)
+    _check_str("pred", pred)
+    args = _verify_args(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
+    return Verdict(*_core.verify(gold, pred, *args))
+
+
+def verify(
+    gold: str,
+    pred: str,
+    *,
+    rel_tol: float = 1e-6,
+    allow_set_relation_comp: bool = False,
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> bool:
+    """Whether the completion ``pred`` answers ``gold``.
+
+    Parameters
+    ----------
+    gold : str
+        The gold answer: bare (``\\frac34``, ``x \\ge 2``, ``C``) or a
+        solution with a marker (a GSM8K solution ending ``#### 72``, a boxed
+        answer).
+    pred : str
+        The completion; its answer is found by :func:`extract_answer`.
+    rel_tol : float
+        Relative tolerance for a decimal against a value it can only
+        approximate (``1.4142`` vs ``\\sqrt2``); exact values compare exactly.
+    allow_set_relation_comp : bool
+        Let a set or interval gold accept an inequality (``[-2, 7]`` vs
+        ``-2 \\le x \\le 7``).
+    rules, max_length, tail_length
+        Extraction options, as for :func:`extract_answer` (applied to both).
+
+    Returns
+    -------
+    bool
+        Never raises for any pair of str: a pair that is unparseable or over
+        a budget is a non-match (see :func:`verify_detailed` for why).
+
+    Examples
+    --------
+    >>> verify(r"\\frac{1}{2}", r"The answer is \\boxed{0.5}.")
+    True
+    >>> verify("Half of 144 is 72.\\n#### 72", "She has 72 apples.")
+    True
+    >>> verify("391", r"\\boxed{381} \\boxed{391}")
+    False
+    """
+    return verify_detailed(
+        gold,
+        pred,
+        rel_tol=rel_tol,
+        allow_set_relation_comp=allow_set_relation_comp,
+        rules=rules,
+        max_length=max_length,
+        tail_length=tail_length,
+    ).matched
+
+
+def verify_batch(
+    golds: str | Sequence[str | None],
+    preds: Sequence[str],
+    *,
+    rel_tol: float = 1e-6,
+    allow_set_relation_comp: bool = False,
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> npt.NDArray[np.float32]:
+    """:func:`verify` of many pairs in Rust, across threads, GIL released.
+
+    Parameters
+    ----------
+    golds : str or sequence of (str or None)
+        One gold for every prediction, or one each (None: no gold, 0.0).
+    preds : sequence of str
+        The completions.
+    rel_tol, allow_set_relation_comp, rules, max_length, tail_length
+        As for :func:`verify`.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 ``[N]``: 1.0 for a match, else 0.0. The result does not
+        depend on the number of threads (:func:`grpo_fast.set_num_threads`).
+
+    Examples
+    --------
+    >>> verify_batch("4", [r"\\boxed{4}", "2+2=5", "#### 4"])
+    array([1., 0., 1.], dtype=float32)
+    """
+    if isinstance(preds, str) or not isinstance(preds, Sequence):
+        raise InvalidInputError(f"preds must be a list of str, not {type(preds).__name__}")
+    if not (golds is None or isinstance(golds, str)):
+        if not isinstance(golds, Sequence):
+            raise InvalidInputError(
+                f"golds must be a str or a list of str, not {type(golds).__name__}"
+            )
+        golds = list(golds)
+    args = _verify_args(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
+    return _core.verify_batch(golds, list(preds), *args)
