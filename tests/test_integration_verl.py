@@ -178,3 +178,147 @@ def test_registered_grpo_reads_config_like_verls_trainer():
             rewards.clone(), mask, index, norm_adv_by_std_in_grpo=norm
         )
         _close(ours, theirs)
+
+
+# --- Reward functions ------------------------------------------------------------------------
+
+# (solution_str, ground_truth) where verl's own string-normalising MATH scorer is a fair
+# reference: boxed answers written the way the gold is, or plainly wrong.
+MATH_CASES = [
+    (r"so the answer is \boxed{\frac{1}{2}}", r"\frac{1}{2}"),
+    (r"so the answer is \boxed{\frac{1}{3}}", r"\frac{1}{2}"),
+    (r"\boxed{\dfrac{3}{4}}", r"\frac{3}{4}"),
+    (r"We find \boxed{12}.", "12"),
+    (r"We find \boxed{13}.", "12"),
+    (r"\boxed{2\sqrt{2}}", r"2\sqrt{2}"),
+    (r"\boxed{(1,2)}", "(1,2)"),
+    (r"\boxed{(2,1)}", "(1,2)"),
+    (r"\boxed{\text{(C)}}", r"\text{(C)}"),
+    (r"\boxed{x^2+1}", "x^2+1"),
+    (r"\boxed{-5}", "-5"),
+    (r"\boxed{-5}", "5"),
+]
+GSM8K_CASES = [
+    ("Natalia sold 48 clips in April and half as many in May.\n#### 72", "72"),
+    ("She earns 12 * 5 = 60 dollars.\n#### 60", "72"),
+    ("#### 1000", "1000"),
+    ("#### 999", "1000"),
+]
+
+
+def test_compute_score_agrees_with_verls_math_and_gsm8k_scorers():
+    from verl.utils.reward_score import gsm8k, math_reward
+
+    for pred, gold in MATH_CASES:
+        assert gf.compute_score("lighteval/MATH", pred, gold) == math_reward.compute_score(
+            pred, gold
+        ), (pred, gold)
+    for pred, gold in GSM8K_CASES:
+        assert gf.compute_score("openai/gsm8k", pred, gold) == float(
+            gsm8k.compute_score(pred, gold)
+        ), (pred, gold)
+    assert {gf.compute_score("lighteval/MATH", p, g) for p, g in MATH_CASES} == {0.0, 1.0}
+
+
+def test_compute_score_batch_matches_single_calls_and_lists_of_answers():
+    preds = [p for p, _ in MATH_CASES + GSM8K_CASES]
+    golds = [g for _, g in MATH_CASES + GSM8K_CASES]
+    batch = gf.compute_score_batch(
+        data_sources=["x"] * len(preds), solution_strs=preds, ground_truths=golds, extra_infos=None
+    )
+    assert batch == [gf.compute_score("x", p, g) for p, g in zip(preds, golds, strict=True)]
+    # A list of acceptable answers scores 1 when any of them matches.
+    out = gf.compute_score_batch(
+        data_sources=None,
+        solution_strs=[r"\boxed{4}", r"\boxed{5}", r"\boxed{7}"],
+        ground_truths=[["3", "4"], ["5"], 7],
+    )
+    assert out == [1.0, 1.0, 1.0]
+    assert gf.compute_score(None, r"\boxed{1}", "") == 0.0  # unusable gold: 0, not NaN
+
+
+def test_loaded_through_verls_custom_reward_function_config():
+    """verl's own loader, both the pkg:// and the file path forms, with reward_kwargs."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    for path in ("pkg://grpo_fast.integrations.verl", gf.__file__):
+        config = OmegaConf.create(
+            {
+                "reward": {
+                    "custom_reward_function": {
+                        "path": path,
+                        "name": "compute_score",
+                        "reward_kwargs": {"rel_tol": 1e-3},
+                    }
+                }
+            }
+        )
+        fn = get_custom_reward_fn(config)
+        assert fn(data_source="x", solution_str=r"\boxed{3.1416}", ground_truth=r"\pi") == 1.0
+        assert fn(data_source="x", solution_str=r"\boxed{3.2}", ground_truth=r"\pi") == 0.0
+        out = fn(
+            data_sources=np.array(["x", "y"], dtype=object),
+            solution_strs=[r"\boxed{3.1416}", "#### 2"],
+            ground_truths=[r"\pi", "3"],
+            extra_infos=[{}, {}],
+        )
+        assert out == [1.0, 0.0]
+    # Loading the file again re-ran the registration without clashing.
+    assert (
+        core_algos.get_adv_estimator_fn("grpo_fast_grpo") is gf.REGISTERED_NAMES["grpo_fast_grpo"]
+    )
+
+
+def test_batch_reward_manager_end_to_end():
+    """verl's BatchRewardManager decodes the responses and calls compute_score_batch."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from verl import DataProto
+    from verl.workers.reward_manager.batch import BatchRewardManager
+
+    words = ["<pad>", "What", "is", "6*7", "?", "\\boxed{42}", "\\boxed{41}", "####", "42"]
+    tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>")
+
+    def ids(text, width):
+        t = [words.index(w) for w in text.split()]
+        return t + [0] * (width - len(t)), [1] * len(t) + [0] * (width - len(t))
+
+    prompts = ["What is 6*7 ?"] * 4
+    responses = ["\\boxed{42}", "\\boxed{41}", "#### 42", "What is"]
+    p = [ids(x, 4) for x in prompts]
+    r = [ids(x, 3) for x in responses]
+    data = DataProto.from_dict(
+        tensors={
+            "prompts": torch.tensor([a for a, _ in p]),
+            "responses": torch.tensor([a for a, _ in r]),
+            "attention_mask": torch.tensor(
+                [m1 + m2 for (_, m1), (_, m2) in zip(p, r, strict=True)]
+            ),
+        },
+        non_tensors={
+            "data_source": np.array(["demo"] * 4, dtype=object),
+            "reward_model": np.array([{"ground_truth": "42"}] * 4, dtype=object),
+            "extra_info": np.array([{} for _ in range(4)], dtype=object),
+        },
+    )
+    manager = BatchRewardManager(tokenizer, num_examine=0, compute_score=gf.compute_score_batch)
+    reward_tensor = manager(data)
+    lengths = [len(x.split()) for x in responses]
+    expected = torch.zeros(4, 3)
+    for i, (n, v) in enumerate(zip(lengths, [1.0, 0.0, 1.0, 0.0], strict=True)):
+        expected[i, n - 1] = v
+    torch.testing.assert_close(reward_tensor, expected)
+
+
+def test_compute_score_bad_input():
+    with pytest.raises(
+        InvalidInputError, match="solution_strs has 2 entries but ground_truths has 1"
+    ):
+        gf.compute_score_batch(solution_strs=["a", "b"], ground_truths=["1"])
+    with pytest.raises(InvalidInputError, match="ground_truths\\[0\\] is dict"):
+        gf.compute_score_batch(solution_strs=["a"], ground_truths=[{"x": 1}])
+    with pytest.raises(InvalidInputError, match="solution_str must be a str"):
+        gf.compute_score("x", None, "1")

@@ -47,12 +47,14 @@ Reward functions
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from grpo_fast.advantages import broadcast_to_tokens, compute_advantages
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.verify import verify_batch
 
 __all__ = [
     "REGISTERED_NAMES",
@@ -62,6 +64,8 @@ __all__ = [
     "compute_reinforce_plus_plus_baseline_outcome_advantage",
     "compute_rloo_outcome_advantage",
     "compute_rloo_vectorized_outcome_advantage",
+    "compute_score",
+    "compute_score_batch",
     "register_verl_estimators",
 ]
 
@@ -255,6 +259,115 @@ def compute_grpo_passk_outcome_advantage(
             f"(index {index[i]!r}) has {int(size[i])}"
         )
     return _spread(adv, scores, response_mask)
+
+
+def _golds(ground_truths: Sequence[Any]) -> tuple[list[str | None], list[int]]:
+    """Flatten golds to str (a list of acceptable answers counts as several), with owners."""
+    flat: list[str | None] = []
+    owner: list[int] = []
+    for i, g in enumerate(ground_truths):
+        options = list(g) if isinstance(g, (list, tuple, np.ndarray)) else [g]
+        if not options:
+            options = [None]
+        for o in options:
+            if o is not None and not isinstance(o, str):
+                if isinstance(o, (int, float, np.integer, np.floating)) and not isinstance(o, bool):
+                    o = str(o)
+                else:
+                    raise InvalidInputError(
+                        f"ground_truths[{i}] is {type(o).__name__}; expected a str (or a list of "
+                        "acceptable str answers)"
+                    )
+            flat.append(o)
+            owner.append(i)
+    return flat, owner
+
+
+def compute_score_batch(
+    data_sources: Sequence[Any] | None = None,
+    solution_strs: Sequence[str] | None = None,
+    ground_truths: Sequence[Any] | None = None,
+    extra_infos: Sequence[Any] | None = None,
+    *,
+    rel_tol: float = 1e-6,
+    rules: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[float]:
+    """The batch reward verl's ``BatchRewardManager`` calls: one score per response.
+
+    1.0 when the response's final answer equals the ground truth
+    (:func:`grpo_fast.verify_batch`, in Rust across threads), else 0.0 — also
+    0.0 for a ground truth without a usable answer, since verl would spread a
+    NaN into the advantages. A list of acceptable answers as a ground truth
+    scores 1.0 when any matches. ``data_sources`` and ``extra_infos`` are
+    accepted and not needed: every source is scored as a final answer.
+    ``rel_tol`` and ``rules`` (extraction rules) can be set through verl's
+    ``custom_reward_function.reward_kwargs``.
+
+    Examples
+    --------
+    >>> compute_score_batch(
+    ...     data_sources=["openai/gsm8k"] * 2,
+    ...     solution_strs=["so she pays 3 * 4 = 12.\\n#### 12", "#### 13"],
+    ...     ground_truths=["12", "12"],
+    ...     extra_infos=[{}, {}],
+    ... )
+    [1.0, 0.0]
+    """
+    if solution_strs is None or ground_truths is None:
+        raise InvalidInputError("compute_score_batch needs solution_strs and ground_truths")
+    preds = list(solution_strs)
+    golds = list(ground_truths)
+    if len(preds) != len(golds):
+        raise InvalidInputError(
+            f"solution_strs has {len(preds)} entries but ground_truths has {len(golds)}"
+        )
+    flat, owner = _golds(golds)
+    if len(flat) == len(preds):
+        scores = verify_batch(flat, preds, rel_tol=rel_tol, rules=rules)
+        return [float(x) for x in scores.tolist()]
+    matched = verify_batch(flat, [preds[i] for i in owner], rel_tol=rel_tol, rules=rules)
+    best = np.zeros(len(preds), dtype=np.float32)
+    np.maximum.at(best, np.asarray(owner, dtype=np.int64), matched)
+    return [float(x) for x in best.tolist()]
+
+
+def compute_score(
+    data_source: Any = None,
+    solution_str: str | None = None,
+    ground_truth: Any = None,
+    extra_info: Any = None,
+    *,
+    data_sources: Sequence[Any] | None = None,
+    solution_strs: Sequence[str] | None = None,
+    ground_truths: Sequence[Any] | None = None,
+    extra_infos: Sequence[Any] | None = None,
+    rel_tol: float = 1e-6,
+    rules: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)``.
+
+    1.0 when the final answer of ``solution_str`` equals ``ground_truth``, else
+    0.0 (see :func:`compute_score_batch`). Called with verl's batch keywords
+    (``solution_strs=``, ``ground_truths=``, ...), as ``BatchRewardManager``
+    does, it returns the list of scores, so the one name serves both reward
+    managers.
+
+    Examples
+    --------
+    >>> compute_score("lighteval/MATH", r"so \\boxed{\\frac{1}{2}}", r"\\frac12")
+    1.0
+    """
+    if solution_strs is not None or ground_truths is not None:
+        return compute_score_batch(
+            data_sources, solution_strs, ground_truths, extra_infos, rel_tol=rel_tol, rules=rules
+        )
+    if not isinstance(solution_str, str):
+        raise InvalidInputError(f"solution_str must be a str, not {type(solution_str).__name__}")
+    return compute_score_batch(
+        [data_source], [solution_str], [ground_truth], [extra_info], rel_tol=rel_tol, rules=rules
+    )[0]
 
 
 def _norm_from_config(config: Any, default: bool = True) -> bool:
