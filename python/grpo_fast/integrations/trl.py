@@ -1,0 +1,382 @@
+"""Reward functions for TRL's ``GRPOTrainer``, scored in Rust.
+
+Each has TRL's reward-function signature, ``f(completions, **dataset_columns)
+-> list[float | None]``, accepts plain-text completions and chat-format ones
+(``[{"role": "assistant", "content": ...}]``), scores the whole batch in one
+call into grpo-fast's core (the GIL released, no signals, so it also works
+from threads and TRL's async reward path) and is picklable (TRL's async
+rollout worker ships reward functions to a child process).
+
+Swapping TRL's math reward is one import::
+
+    # from trl.rewards import accuracy_reward
+    from grpo_fast.integrations.trl import accuracy_reward
+
+    trainer = GRPOTrainer(model=..., reward_funcs=accuracy_reward, train_dataset=dataset)
+
+- :data:`accuracy_reward`: 1.0 when the completion's answer equals the gold in
+  the ``solution`` column, else 0.0; ``None`` when the gold itself has no
+  usable answer (TRL then leaves the example out), as TRL's
+  ``accuracy_reward``. Like TRL's, only an anchored answer counts (a
+  ``\\boxed{}``, ``The final answer is ...``, ``Answer: ...``, ``the answer is
+  ...``); what counts as equal is grpo-fast's verifier (see
+  ``VERIFY_SEMANTICS.md`` and ``docs/verify_differences.md``).
+- :func:`get_accuracy_reward`: the same with other options.
+- :data:`think_format_reward`: TRL's ``think_format_reward`` (``<think>...</think>``
+  first, a single ``<think>``).
+- :func:`get_format_reward`: 1.0 when a regex matches (Rust ``regex`` syntax).
+- :func:`get_soft_overlong_punishment`: DAPO's soft overlong punishment of the
+  completion's token count, as TRL's function of that name.
+- :func:`as_trl_reward`: any :class:`grpo_fast.rewards.Rewards` as a TRL reward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from grpo_fast import rewards as _rewards
+from grpo_fast.errors import InvalidInputError
+
+__all__ = [
+    "TRL_ANSWER_RULES",
+    "AccuracyReward",
+    "FormatReward",
+    "SoftOverlongPunishment",
+    "TrlReward",
+    "accuracy_reward",
+    "as_trl_reward",
+    "completion_texts",
+    "get_accuracy_reward",
+    "get_format_reward",
+    "get_soft_overlong_punishment",
+    "think_format_reward",
+]
+
+#: The extraction rules of :data:`accuracy_reward`: the anchored answers TRL's
+#: ``accuracy_reward`` accepts (math-verify with ``try_extract_without_anchor=False``).
+TRL_ANSWER_RULES: tuple[str, ...] = ("boxed", "final_answer", "answer_colon", "answer_is")
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content blocks: [{"type": "text", "text": ...}, ...]
+        return "".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    if content is None:
+        return ""
+    raise InvalidInputError(f"message content must be a str, not {type(content).__name__}")
+
+
+def completion_texts(completions: Sequence[Any]) -> list[str]:
+    """The text of each completion: a str as it is; for a chat completion (a
+    list of messages), the content of its last assistant message (of its only
+    message, as TRL reads it, in the usual one-message case).
+
+    Examples
+    --------
+    >>> completion_texts(["a", [{"role": "assistant", "content": "b"}]])
+    ['a', 'b']
+    """
+    if isinstance(completions, str):
+        raise InvalidInputError("completions must be a list of completions, not one str")
+    out = []
+    for i, c in enumerate(completions):
+        if isinstance(c, str):
+            out.append(c)
+        elif isinstance(c, dict):
+            out.append(_message_text(c.get("content")))
+        elif isinstance(c, (list, tuple)):
+            if not c:
+                out.append("")
+                continue
+            msgs = [m for m in c if isinstance(m, dict) and m.get("role") == "assistant"]
+            last = msgs[-1] if msgs else c[-1]
+            if not isinstance(last, dict):
+                raise InvalidInputError(
+                    f"completions[{i}] is a list of {type(last).__name__}; expected messages "
+                    '({"role": ..., "content": ...})'
+                )
+            out.append(_message_text(last.get("content")))
+        else:
+            raise InvalidInputError(
+                f"completions[{i}] is {type(c).__name__}; expected a str or a list of messages"
+            )
+    return out
+
+
+def _lengths(completion_ids: Any, n: int) -> np.ndarray:
+    if completion_ids is None:
+        raise InvalidInputError(
+            "completion_ids (the token ids of each completion) are required: GRPOTrainer "
+            "passes them; pass them yourself when calling the reward directly"
+        )
+    if len(completion_ids) != n:
+        raise InvalidInputError(
+            f"completion_ids has {len(completion_ids)} entries but there are {n} completions"
+        )
+    return np.fromiter((len(ids) for ids in completion_ids), dtype=np.int64, count=n)
+
+
+def _to_list(values: np.ndarray) -> list[float | None]:
+    return [None if v != v else float(v) for v in values.tolist()]
+
+
+class TrlReward:
+    """A :class:`grpo_fast.rewards.Rewards` with TRL's reward-function signature.
+
+    Golds come from the dataset column ``gold_column`` (None: no gold), token
+    lengths from ``completion_ids`` when ``needs_lengths``. Picklable: the
+    compiled rewards are rebuilt from the specs after unpickling.
+    """
+
+    __name__ = "grpo_fast_reward"
+
+    def __init__(
+        self,
+        specs: Sequence[_rewards.RewardSpec],
+        *,
+        name: str | None = None,
+        gold_column: str | None = "solution",
+        needs_lengths: bool = False,
+    ) -> None:
+        self.specs = tuple(specs)
+        self.gold_column = gold_column
+        self.needs_lengths = needs_lengths
+        if name is not None:
+            self.__name__ = name
+        self._compiled: _rewards.Rewards | None = _rewards.combine(list(self.specs))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_compiled"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def compiled(self) -> _rewards.Rewards:
+        if self._compiled is None:
+            self._compiled = _rewards.combine(list(self.specs))
+        return self._compiled
+
+    def score(self, completions: Sequence[Any], **kwargs: Any) -> _rewards.RewardScores:
+        texts = completion_texts(completions)
+        golds = None
+        if self.gold_column is not None:
+            if self.gold_column not in kwargs:
+                raise InvalidInputError(
+                    f"{self.__name__} reads the gold answers from the dataset column "
+                    f"{self.gold_column!r}, which is missing (columns: {sorted(kwargs)})"
+                )
+            golds = list(kwargs[self.gold_column])
+            if len(golds) != len(texts):
+                raise InvalidInputError(
+                    f"{self.gold_column} has {len(golds)} entries but there are "
+                    f"{len(texts)} completions"
+                )
+            golds = [g if g is None or isinstance(g, str) else str(g) for g in golds]
+        lengths = _lengths(kwargs.get("completion_ids"), len(texts)) if self.needs_lengths else None
+        return self.compiled.score_batch(texts, golds, lengths)
+
+    def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        return _to_list(self.score(completions, **kwargs).total)
+
+
+class AccuracyReward(TrlReward):
+    """TRL's ``accuracy_reward``, in Rust; see :func:`get_accuracy_reward`."""
+
+    __name__ = "accuracy_reward"
+
+    def __init__(
+        self,
+        *,
+        rel_tol: float = 1e-6,
+        rules: Sequence[str] | None = TRL_ANSWER_RULES,
+        name: str = "accuracy_reward",
+        gold_column: str = "solution",
+    ) -> None:
+        spec = _rewards.MathReward(rel_tol=rel_tol, rules=rules)
+        super().__init__([spec], name=name, gold_column=gold_column)
+
+    def __call__(
+        self,
+        completions: Sequence[Any],
+        log_extra: Callable[[str, list[Any]], None] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        out = _to_list(self.score(completions, **kwargs).total)
+        if log_extra is not None:
+            log_extra("solution", list(kwargs[self.gold_column]))
+        return out
+
+
+def get_accuracy_reward(
+    *,
+    rel_tol: float = 1e-6,
+    rules: Sequence[str] | None = TRL_ANSWER_RULES,
+    name: str = "accuracy_reward",
+    gold_column: str = "solution",
+) -> AccuracyReward:
+    """A math accuracy reward: 1.0 when the answer equals the gold, 0.0 when
+    not, None when the gold has no usable answer.
+
+    Parameters
+    ----------
+    rel_tol : float
+        Relative tolerance for a decimal against an irrational or
+        non-terminating exact value.
+    rules : sequence of str or None
+        Extraction rules (see :func:`grpo_fast.extract_answer`); the default
+        accepts only anchored answers, as TRL's ``accuracy_reward``; ``None``
+        is grpo-fast's full default list (GSM8K ``####``, ``<answer>``, the last
+        value near the end, ...).
+    name : str
+        The name TRL logs the reward under (``rewards/<name>/mean``).
+    gold_column : str
+        The dataset column holding the gold answers.
+
+    Examples
+    --------
+    >>> reward = get_accuracy_reward(rules=None)
+    >>> reward(["So she has 12 left.\\n#### 12", "#### 11"], solution=["12", "12"])
+    [1.0, 0.0]
+    """
+    return AccuracyReward(rel_tol=rel_tol, rules=rules, name=name, gold_column=gold_column)
+
+
+accuracy_reward = AccuracyReward()
+accuracy_reward.__doc__ = """TRL's ``accuracy_reward`` signature, scored in Rust.
+
+Examples
+--------
+>>> accuracy_reward(
+...     [[{"role": "assistant", "content": r"My answer is \\boxed{\\frac{1}{3}}"}],
+...      [{"role": "assistant", "content": r"My answer is \\boxed{\\frac{1}{2}}"}]],
+...     solution=[r"\\frac{1}{3}", r"\\frac{1}{3}"],
+... )
+[1.0, 0.0]
+"""
+
+
+class FormatReward(TrlReward):
+    """1.0 when a regex matches the completion; see :func:`get_format_reward`."""
+
+    __name__ = "format_reward"
+
+    def __init__(self, pattern: str, *, dot_all: bool = True, name: str = "format_reward") -> None:
+        spec = _rewards.FormatReward(pattern, dot_all=dot_all)
+        super().__init__([spec], name=name, gold_column=None)
+
+
+def get_format_reward(
+    pattern: str = r"^<think>.*?</think>\s*<answer>.*?</answer>$",
+    *,
+    dot_all: bool = True,
+    name: str = "format_reward",
+) -> FormatReward:
+    """A format reward: 1.0 when ``pattern`` matches (searched, so anchor it
+    with ``^...$`` for a whole-completion format), else 0.0.
+
+    ``pattern`` is Rust ``regex`` syntax (linear-time: no look-around or
+    back-references); ``dot_all`` lets ``.`` match newlines.
+
+    Examples
+    --------
+    >>> reward = get_format_reward()
+    >>> reward(["<think>\\n2+2\\n</think> <answer>4</answer>", "4"])
+    [1.0, 0.0]
+    """
+    return FormatReward(pattern, dot_all=dot_all, name=name)
+
+
+class _ThinkFormatReward(TrlReward):
+    """TRL's ``think_format_reward``.
+
+    TRL's pattern ``^<think>(?!.*<think>)(.*?)</think>.*$`` needs a look-ahead,
+    which linear-time regexes do not have; it says: the text starts with
+    ``<think>``, has no other ``<think>`` and has a ``</think>``. Two patterns
+    scored in the same Rust call decide it: ``A`` (starts with ``<think>`` and
+    closes it) and ``B`` (a second ``<think>``); the reward is ``A and not B``.
+    """
+
+    __name__ = "think_format_reward"
+
+    def __init__(self) -> None:
+        specs = [
+            _rewards.FormatReward(r"\A<think>.*?</think>", dot_all=True, name="closed"),
+            _rewards.FormatReward(r"\A<think>.*<think>", dot_all=True, name="reopened"),
+        ]
+        super().__init__(specs, name="think_format_reward", gold_column=None)
+
+    def __call__(self, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+        cols = self.score(completions, **kwargs).columns
+        ok = (cols["closed"] == 1.0) & (cols["reopened"] == 0.0)
+        return [1.0 if v else 0.0 for v in ok.tolist()]
+
+
+think_format_reward = _ThinkFormatReward()
+
+
+class SoftOverlongPunishment(TrlReward):
+    """DAPO's soft overlong punishment; see :func:`get_soft_overlong_punishment`."""
+
+    __name__ = "soft_overlong_punishment_reward"
+
+    def __init__(self, max_completion_len: int, soft_punish_cache: int) -> None:
+        if soft_punish_cache > max_completion_len:
+            raise InvalidInputError(
+                f"soft_punish_cache ({soft_punish_cache}) must not exceed "
+                f"max_completion_len ({max_completion_len})"
+            )
+        spec = _rewards.OverlongReward(max_completion_len, soft_punish_cache)
+        super().__init__(
+            [spec], name="soft_overlong_punishment_reward", gold_column=None, needs_lengths=True
+        )
+
+
+def get_soft_overlong_punishment(
+    max_completion_len: int, soft_punish_cache: int
+) -> SoftOverlongPunishment:
+    """DAPO's soft overlong punishment of the token count ``L`` (Yu et al. 2025,
+    Eq. 13), as TRL's ``get_soft_overlong_punishment``: 0 up to
+    ``max_completion_len - soft_punish_cache``, then falling linearly to -1 at
+    ``max_completion_len``, -1 beyond. Reads ``completion_ids``.
+
+    Examples
+    --------
+    >>> punish = get_soft_overlong_punishment(max_completion_len=100, soft_punish_cache=20)
+    >>> punish(completions=["..."] * 3, completion_ids=[[1] * 50, [1] * 90, [1] * 101])
+    [0.0, -0.5, -1.0]
+    """
+    return SoftOverlongPunishment(max_completion_len, soft_punish_cache)
+
+
+def as_trl_reward(
+    specs: _rewards.RewardSpec | Sequence[_rewards.RewardSpec],
+    *,
+    name: str = "grpo_fast_reward",
+    gold_column: str | None = "solution",
+) -> TrlReward:
+    """Any grpo-fast reward specs, weighted and summed, as one TRL reward function.
+
+    Golds come from ``gold_column`` (None when no spec needs one); token
+    lengths from ``completion_ids`` (for :class:`grpo_fast.rewards.OverlongReward`).
+
+    Examples
+    --------
+    >>> from grpo_fast import rewards
+    >>> reward = as_trl_reward([rewards.MathReward(), rewards.OverlongReward(8, 4, weight=0.5)])
+    >>> reward(["#### 4", "#### 5"], solution=["4", "4"], completion_ids=[[1] * 6, [1] * 2])
+    [0.75, 0.0]
+    """
+    if isinstance(specs, _rewards.RewardSpec):
+        specs = [specs]
+    specs = list(specs)
+    needs_lengths = any(isinstance(s, _rewards.OverlongReward) for s in specs)
+    return TrlReward(specs, name=name, gold_column=gold_column, needs_lengths=needs_lengths)
