@@ -108,7 +108,11 @@ fn assignment(items: &[Node], ops: &[RelOp]) -> Option<(Node, Node)> {
     }
     // A chain of constants (`\frac12 = \frac{10}{9}`, a calculation) ends in
     // its result.
-    let label = rest.iter().find(|n| label_like(n)).unwrap_or(&rest[0]);
+    let label = match rest.iter().find(|n| label_like(n)) {
+        Some(l) => l,
+        None if is_constant(last) => &rest[0],
+        None => return None,
+    };
     Some((label.clone(), last.clone()))
 }
 

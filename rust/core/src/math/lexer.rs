@@ -407,7 +407,11 @@ impl<'a> Lexer<'a> {
             return self.push(T::RowSep);
         }
         if !next.is_ascii_alphabetic() {
-            self.pos += 2;
+            let width = self.src[self.pos + 1..]
+                .chars()
+                .next()
+                .map_or(1, char::len_utf8);
+            self.pos += 1 + width;
             return match next {
                 b'{' => self.push(T::SetOpen),
                 b'}' => self.push(T::SetClose),
@@ -618,7 +622,7 @@ impl<'a> Lexer<'a> {
                         i += 1;
                     }
                     if i == self.pos + 1 {
-                        i += 1;
+                        i += self.src[i..end].chars().next().map_or(1, char::len_utf8);
                     }
                     let stop = i.min(end);
                     self.run(stop)?;
@@ -650,6 +654,26 @@ impl<'a> Lexer<'a> {
             )));
         }
         Ok(d.to_string())
+    }
+
+    /// `{,}` with any spaces around and inside (`14 {, }916`), followed by
+    /// three digits: where those digits start.
+    fn brace_comma(&self, end: usize) -> Option<usize> {
+        let mut j = self.pos;
+        let skip = |mut j: usize| {
+            while j < end && self.s[j] == b' ' {
+                j += 1;
+            }
+            j
+        };
+        j = skip(j);
+        for want in [b'{', b',', b'}'] {
+            if self.at(j) != want {
+                return None;
+            }
+            j = skip(j + 1);
+        }
+        self.three_digits_at(j, end).then_some(j)
     }
 
     /// Three digits (and no fourth) at `i`?
@@ -692,6 +716,9 @@ impl<'a> Lexer<'a> {
                         }
                         break;
                     }
+                }
+                if found.is_none() {
+                    found = self.brace_comma(end);
                 }
                 if int == "0" {
                     found = None;

@@ -174,6 +174,14 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
     if s.is_empty() {
         return Err(Rejection::Empty);
     }
+    let inline = (s.starts_with('$') && !s.starts_with("$$")) || s.starts_with("\\(");
+    if inline && s.contains('\n') {
+        // As math-verify reads them: a `$...$` span broken across lines is
+        // prose that happens to contain dollar signs, not an answer.
+        return Err(Rejection::Unparseable(
+            "inline math broken across lines".into(),
+        ));
+    }
     let tokens = lexer::lex(s, limits)?;
     let node = parser::parse_tokens(&tokens, limits)?;
     let node = lower(node)?;

@@ -57,3 +57,65 @@ fn budgets() {
     let big = "9".repeat(1_000_000);
     assert!(parse(&big, &p).is_err());
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("\\frac".to_string()),
+            Just("\\sqrt".to_string()),
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("(".to_string()),
+            Just(")".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just("\\{".to_string()),
+            Just("^".to_string()),
+            Just("_".to_string()),
+            Just(",".to_string()),
+            Just("=".to_string()),
+            Just("\\le".to_string()),
+            Just("\\pm".to_string()),
+            Just("\\cup".to_string()),
+            Just("\\text{ cm}".to_string()),
+            Just("\\begin{pmatrix}".to_string()),
+            Just("\\end{pmatrix}".to_string()),
+            Just("&".to_string()),
+            Just("\\\\".to_string()),
+            Just("\\sum_{k=1}^{n}".to_string()),
+            Just("!".to_string()),
+            Just("%".to_string()),
+            Just("|".to_string()),
+            "[0-9]{1,4}",
+            "[a-zA-Z]{1,3}",
+            "[+\\-*/.:; ]",
+            any::<char>().prop_map(|c| c.to_string()),
+            Just("\\".to_string()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn no_input_panics(parts in proptest::collection::vec(piece(), 0..30),
+                           other in proptest::collection::vec(piece(), 0..10)) {
+            let p = ParseOptions::default();
+            let a = parts.concat();
+            let b = other.concat();
+            if let (Ok(x), Ok(y)) = (parse(&a, &p), parse(&b, &p)) {
+                let _ = compare(&x, &y, &CompareOptions::default());
+                let _ = compare(&x, &x, &CompareOptions::default());
+                let _ = x.to_string();
+                let _ = x.kind();
+            }
+        }
+
+        #[test]
+        fn integers_compare_exactly(a in -10_000_000i64..10_000_000, b in -10_000_000i64..10_000_000) {
+            prop_assert_eq!(eq(&a.to_string(), &b.to_string()), a == b);
+        }
+    }
+}

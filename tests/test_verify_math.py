@@ -1,0 +1,230 @@
+"""The mathematics of the verifier, on completions as models write them.
+
+Expected outcomes come from an independent reference: sympy decides whether
+two scalar values are equal (``simplify(a - b) == 0``), Python's ``Fraction``
+for the property tests, and VERIFY_SEMANTICS.md's rules (stated next to each
+case) for structures, relations, hedges and budgets.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grpo_fast.verify import verify, verify_detailed
+
+
+def completion(answer: str) -> str:
+    """A typical chain-of-thought completion ending in a boxed answer."""
+    return (
+        "Let me work through this carefully.\n\nFirst we set up the equation and "
+        "simplify both sides. After collecting terms, we get the result below.\n\n"
+        f"Therefore, the final answer is $\\boxed{{{answer}}}$."
+    )
+
+
+def sympy_equal(a: str, b: str) -> bool:
+    return bool(sp.simplify(sp.sympify(a) - sp.sympify(b)) == 0)
+
+
+# (gold, boxed prediction, the gold in sympy, the prediction in sympy)
+SCALARS = [
+    (r"\frac{3}{4}", "0.75", "Rational(3,4)", "Rational(75,100)"),
+    (r"\frac34", r"\dfrac{3}{4}", "Rational(3,4)", "Rational(3,4)"),
+    (r"\frac34", r"\tfrac{6}{8}", "Rational(3,4)", "Rational(6,8)"),
+    (r"\frac{1}{3}", "0.33", "Rational(1,3)", "Rational(33,100)"),
+    (r"\frac{1}{3}", r"0.\overline{3}", "Rational(1,3)", "Rational(1,3)"),
+    (r"\frac{1}{6}", r"0.1\overline{6}", "Rational(1,6)", "Rational(1,10)+Rational(6,90)"),
+    ("1080", "1,080", "1080", "1080"),
+    ("1080", r"1\,080", "1080", "1080"),
+    ("1000", r"1,\!000", "1000", "1000"),
+    ("1500", r"1.5 \times 10^{3}", "1500", "Rational(15,10)*10**3"),
+    ("0.004", r"4 \times 10^{-3}", "Rational(4,1000)", "4*Rational(1,1000)"),
+    (r"2\sqrt{2}", r"\sqrt{8}", "2*sqrt(2)", "sqrt(8)"),
+    (r"\frac{1}{\sqrt3}", r"\frac{\sqrt{3}}{3}", "1/sqrt(3)", "sqrt(3)/3"),
+    (r"\sqrt[3]{16}", r"2\sqrt[3]{2}", "16**Rational(1,3)", "2*2**Rational(1,3)"),
+    (r"\sqrt{2}", r"\sqrt{3}", "sqrt(2)", "sqrt(3)"),
+    (r"2^{-99}", r"\frac{1}{2^{99}}", "2**-99", "1/2**99"),
+    (r"\frac{1}{2^{99}}", r"\frac{1}{2^{98}}", "2**-99", "2**-98"),
+    (r"10^{-20}", "0", "Rational(1,10**20)", "0"),
+    (r"\pi", "3.14159265", "pi", "Rational(314159265,100000000)"),
+    (r"\pi", r"\frac{355}{113}", "pi", "Rational(355,113)"),
+    (r"\frac{9}{4}\pi", r"\frac94\pi", "Rational(9,4)*pi", "Rational(9,4)*pi"),
+    (r"e^{-1}", r"\frac{1}{e}", "exp(-1)", "1/E"),
+    (r"3+4i", r"4i+3", "3+4*I", "4*I+3"),
+    (r"(1+i)^2", r"2i", "(1+I)**2", "2*I"),
+    ("120", "5!", "120", "factorial(5)"),
+    (r"\binom{10}{3}", "120", "binomial(10,3)", "120"),
+    (r"4\frac{4}{9}", r"\frac{40}{9}", "4+Rational(4,9)", "Rational(40,9)"),
+    (r"\frac{40}{9}", "4 4/9", "Rational(40,9)", "4+Rational(4,9)"),
+    (r"\sqrt{2}", "1.41421356", "sqrt(2)", "Rational(141421356,100000000)"),
+    (r"\sqrt{2}", "1.41", "sqrt(2)", "Rational(141,100)"),
+    (r"90^\circ", "90", "90", "90"),
+    (r"\$18.90", "18.9", "Rational(189,10)", "Rational(189,10)"),
+    (r"125\text{ miles}", "125", "125", "125"),
+    (r"\log_2 8", "3", "log(8,2)", "3"),
+    (r"\sin^2 x + \cos^2 x", "1", "sin(x)**2+cos(x)**2", "1"),
+    (r"x^2+2x+1", r"(x+1)^2", "x**2+2*x+1", "(x+1)**2"),
+    (r"x^2-1", r"(x-1)(x+1)", "x**2-1", "(x-1)*(x+1)"),
+    (r"x^2+1", r"(x+1)^2", "x**2+1", "(x+1)**2"),
+    (r"\frac{x+2}{7}", r"\frac{x}{7}+\frac{2}{7}", "(x+2)/7", "x/7+Rational(2,7)"),
+    (r"\frac{1}{x-1}-\frac{1}{x}", r"\frac{1}{x(x-1)}", "1/(x-1)-1/x", "1/(x*(x-1))"),
+    (r"2 \sin b \cos a", r"2\cos a\sin b", "2*sin(b)*cos(a)", "2*cos(a)*sin(b)"),
+    (r"\tan^2(y)+1", r"\sec^2(y)", "tan(y)**2+1", "sec(y)**2"),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "a", "b"), SCALARS)
+def test_scalar_values_match_iff_equal(gold: str, pred: str, a: str, b: str) -> None:
+    ga, pb = sp.sympify(a), sp.sympify(b)
+    # Equal values match. Otherwise only a decimal prediction may match, within
+    # rel_tol, and only a gold it cannot write exactly (an irrational or
+    # non-terminating value): 0.33 is not 1/3, 1.41421356 is sqrt(2).
+    writes_decimal = "." in pred and r"\overline" not in pred
+    inexpressible = not (ga.is_Rational and _terminates(ga))
+    if sympy_equal(a, b):
+        expected = True
+    elif ga.free_symbols or pb.free_symbols:
+        expected = False
+    else:
+        close = abs(complex(sp.N(ga - pb, 30))) <= 1e-6 * abs(complex(sp.N(ga, 30)))
+        expected = writes_decimal and inexpressible and close
+    assert verify(gold, completion(pred)) is expected
+
+
+def _terminates(r: sp.Rational) -> bool:
+    q = int(r.q)
+    for p in (2, 5):
+        while q % p == 0:
+            q //= p
+    return q == 1
+
+
+# Structures: tuples are ordered, sets and bare lists are not, intervals keep
+# their ends (VERIFY_SEMANTICS.md, "Structures").
+STRUCTURES = [
+    ("(1,2)", "(1, 2)", True),
+    ("(1,2)", "(2,1)", False),
+    (r"(1,\frac{9}{2})", "(1,4.5)", True),
+    (r"\{1,2,3\}", r"\{3,1,2\}", True),
+    (r"\{1,2,3\}", r"\{1,2\}", False),
+    ("1, 2, 3", "3, 2, 1", True),
+    ("[0,1)", "[0, 1)", True),
+    ("[0,1)", "(0,1)", False),
+    ("[0,1)", "[0,1]", False),
+    (r"(-\infty, 2] \cup (3, \infty)", r"(3,\infty)\cup(-\infty,2]", True),
+    (r"(-\infty, 2] \cup (3, \infty)", r"(-\infty, 2) \cup (3, \infty)", False),
+    (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{bmatrix}1&2\\3&4\end{bmatrix}", True),
+    (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{pmatrix}1&3\\2&4\end{pmatrix}", False),
+    ("2:3", r"\frac{2}{3}", True),
+    ("x = 3", "3", True),
+    ("3", "x = 3", True),
+    ("y = 2x+3", "y = 3+2x", True),
+    ("y = 2x+3", "y = 2x-3", False),
+    ("2x+4y-3=0", r"y=-\frac{1}{2}x+\frac{3}{4}", True),
+    (r"x \ge 2", r"x \geq 2", True),
+    (r"x \ge 2", "x > 2", False),
+    ("x > 5", "5 < x", True),
+    ("x < 1", "-x > -1", True),
+    ("x < 1", "x > 1", False),
+    (r"-2 \le x \le 7", r"x \in [-2,7]", True),
+    (r"\text{Monday}", "monday", True),
+    (r"\text{Yes}", "yes", True),
+    (r"\text{(C)}", "C", True),
+    ("C", "D", False),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "expected"), STRUCTURES)
+def test_structures_and_relations(gold: str, pred: str, expected: bool) -> None:
+    assert verify(gold, completion(pred)) is expected
+
+
+# Several boxes form one collection answer; hedges earn nothing.
+COLLECTIONS = [
+    ("(2,2), (6,2)", r"The pairs are $\boxed{(2,2)}$ and $\boxed{(6,2)}$.", True),
+    ("(2,2), (6,2)", r"The pairs are $\boxed{(6,2)}$ and $\boxed{(2,2)}$.", True),
+    ("391", r"It is $\boxed{381}$, $\boxed{391}$ or $\boxed{401}$.", False),
+    ("391", r"So $\boxed{391}$. Double-checking: $\boxed{391}$.", True),
+    ("391", r"The answer is $\boxed{381 \text{ or } 391}$.", False),
+    ("391", r"The answer is $\boxed{381, 391}$.", False),
+    ("5", r"The answer is $\boxed{}$.", False),
+    ("5", r"We get $\boxed{\frac{0}{0}}$.", False),
+    ("5", r"We get $\boxed{\frac{5}{0}}$.", False),
+    ("5", r"We get $\boxed{\infty}$.", False),
+    (r"\pm 2", r"$\boxed{-2, 2}$", True),
+    (r"1 \pm \sqrt{2}", r"$\boxed{1-\sqrt2, 1+\sqrt2}$", True),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "expected"), COLLECTIONS)
+def test_collections_hedges_and_undefined(gold: str, pred: str, expected: bool) -> None:
+    assert verify(gold, pred) is expected
+
+
+PATHOLOGICAL = [
+    r"2^{2^{2^{2^{2^{100}}}}}",
+    r"10^{10^{10}}",
+    "9999999!",
+    "{" * 100_000 + "1" + "}" * 100_000,
+    "9" * 1_000_000,
+    "(" * 5_000 + ")" * 5_000,
+    r"\sqrt{" * 3000 + "2" + "}" * 3000,
+    r"\frac{1}{" * 3000 + "2" + "}" * 3000,
+    "1+" * 20_000 + "1",
+    r"\binom{10^{9}}{5 \cdot 10^{8}}",
+    r"\sum_{k=1}^{10^{12}} k",
+    "x^{99999999}",
+]
+
+
+@pytest.mark.parametrize("answer", PATHOLOGICAL, ids=range(len(PATHOLOGICAL)))
+def test_pathological_answers_are_bounded_non_matches(answer: str) -> None:
+    v = verify_detailed("1", completion(answer))
+    assert v.matched is False
+    assert v.reason != "match"
+
+
+def test_reasons_say_why() -> None:
+    assert verify_detailed("1", completion("10^{10^{10}}")).reason.startswith("over budget")
+    assert verify_detailed("1", "I could not solve it.").matched is False
+    assert verify_detailed("1", "$\\boxed{}$").matched is False
+
+
+fractions = st.fractions(max_denominator=10_000).filter(lambda f: abs(f) < 10**9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fractions, fractions)
+def test_fractions_match_iff_equal(a: Fraction, b: Fraction) -> None:
+    gold = f"\\frac{{{a.numerator}}}{{{a.denominator}}}"
+    pred = completion(f"\\frac{{{b.numerator}}}{{{b.denominator}}}")
+    assert verify(gold, pred) is (a == b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-(10**12), 10**12), st.integers(0, 6))
+def test_terminating_decimals_are_exact(n: int, places: int) -> None:
+    value = Fraction(n, 10**places)
+    text = f"{n / 10**places:.{places}f}" if places else str(n)
+    assert verify(f"\\frac{{{value.numerator}}}{{{value.denominator}}}", completion(text))
+    # One unit in the last place away is a different exact value.
+    other = Fraction(n + 1, 10**places)
+    assert not verify(f"\\frac{{{other.numerator}}}{{{other.denominator}}}", completion(text))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(-1000, 1000), st.integers(-1000, 1000))
+def test_scalar_verification_is_symmetric(a: int, b: int) -> None:
+    assert verify(str(a), f"$\\boxed{{{b}}}$") == verify(str(b), f"$\\boxed{{{a}}}$") == (a == b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_no_input_crashes(text: str) -> None:
+    v = verify_detailed(text, text)
+    assert isinstance(v.matched, bool)
