@@ -25,7 +25,8 @@ $(STAMP): requirements/dev.txt requirements/no-deps.txt pyproject.toml
 venv: $(STAMP) ## create .venv with the test and benchmark dependencies
 
 develop: $(STAMP) ## build the Rust extension (release) into .venv
-	$(VENV)/bin/maturin develop --release --quiet
+	@# flock: two builds installing into one venv at once corrupt its metadata.
+	flock $(VENV)/.develop.lock $(VENV)/bin/maturin develop --release --quiet
 
 test-rust: ## cargo fmt --check, clippy -D warnings, cargo test
 	cargo fmt --all -- --check

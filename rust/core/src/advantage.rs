@@ -210,7 +210,9 @@ impl Acc {
     }
 }
 
-fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<()> {
+/// Checks the input; returns whether every reward is finite (no NaN), which
+/// selects the branch-free kernels.
+fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<bool> {
     if rewards.len() != groups.len() {
         return Err(CoreError::LengthMismatch {
             left: "rewards",
@@ -231,21 +233,30 @@ fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Resul
             params.success_threshold
         )));
     }
-    if let Some(i) = rewards.iter().position(|r| r.to_f64().is_infinite()) {
-        return Err(CoreError::NonFinite {
-            what: "rewards",
-            index: i,
-            value: rewards[i].to_f64(),
-        });
+    // A branch-free fold vectorises; the position is only looked for on failure.
+    let finite = rewards
+        .iter()
+        .fold(true, |all, r| all & r.to_f64().is_finite());
+    if !finite {
+        if let Some(i) = rewards.iter().position(|r| r.to_f64().is_infinite()) {
+            return Err(CoreError::NonFinite {
+                what: "rewards",
+                index: i,
+                value: rewards[i].to_f64(),
+            });
+        }
     }
-    Ok(())
+    Ok(finite)
 }
 
 /// Statistics of one contiguous group: a first pass (count, sum, extremes)
 /// then a second over the same, cache-hot, slice (squared deviations). Both
 /// are branch-free so that they vectorise; the top-2 scan runs only for
 /// pass@k.
-fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool) -> Acc {
+fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool, finite: bool) -> Acc {
+    if finite && !top2 {
+        return finite_group_acc(x, threshold);
+    }
     // Four explicit lanes: floating-point reductions are not reassociated by
     // the compiler, so lane-wise accumulators are what lets them vectorise.
     const L: usize = 4;
@@ -306,6 +317,56 @@ fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool) -> Acc {
         acc.second = t.second;
         acc.best = t.best;
     }
+    acc
+}
+
+/// [`group_acc`] for a group without NaN: no per-element validity test, so
+/// every loop is a straight vectorisable reduction over lane arrays.
+fn finite_group_acc<R: Reward>(x: &[R], threshold: f64) -> Acc {
+    const L: usize = 4;
+    let mut sum = [0.0f64; L];
+    let mut min = [f64::INFINITY; L];
+    let mut max = [f64::NEG_INFINITY; L];
+    let mut solved = [0u32; L];
+    let chunks = x.chunks_exact(L);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..L {
+            let v = c[l].to_f64();
+            sum[l] += v;
+            min[l] = if v < min[l] { v } else { min[l] };
+            max[l] = if v > max[l] { v } else { max[l] };
+            solved[l] += u32::from(v >= threshold);
+        }
+    }
+    let mut acc = Acc::EMPTY;
+    acc.sum = sum.iter().sum();
+    acc.min = min.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+    acc.max = max.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+    acc.solved = solved.iter().sum();
+    for r in rest {
+        let v = r.to_f64();
+        acc.sum += v;
+        acc.min = acc.min.min(v);
+        acc.max = acc.max.max(v);
+        acc.solved += u32::from(v >= threshold);
+    }
+    acc.n = x.len() as u32;
+    let mean = acc.mean();
+    let mut m2 = [0.0f64; L];
+    let chunks = x.chunks_exact(L);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for l in 0..L {
+            let d = c[l].to_f64() - mean;
+            m2[l] += d * d;
+        }
+    }
+    acc.m2 = m2.iter().sum::<f64>()
+        + rest
+            .iter()
+            .map(|r| (r.to_f64() - mean) * (r.to_f64() - mean))
+            .sum::<f64>();
     acc
 }
 
@@ -462,6 +523,13 @@ fn blocks<'a>(
     out
 }
 
+/// How a sweep may run: across the pool, and with the NaN-free kernels.
+#[derive(Clone, Copy)]
+struct Sweep {
+    par: bool,
+    finite: bool,
+}
+
 /// Contiguous groups: one parallel sweep over blocks of groups. For
 /// group-local estimators (`batch` is None) statistics and advantages are
 /// computed in the same sweep while the group's rewards are in cache.
@@ -469,11 +537,12 @@ fn contiguous<R: Reward>(
     rewards: &[R],
     sizes: &[u32],
     params: &Params,
-    par: bool,
+    sweep: Sweep,
     adv: &mut [f32],
     keep: &mut [bool],
     accs: Option<&[Acc]>,
 ) -> Vec<Acc> {
+    let Sweep { par, finite } = sweep;
     let divisor = accs.map_or(0.0, |a| batch_divisor(a, params));
     let t = params.success_threshold;
     let top2 = params.estimator == Estimator::GrpoPassk;
@@ -485,14 +554,19 @@ fn contiguous<R: Reward>(
             let x = &rewards[lo..lo + s];
             let acc = match accs {
                 Some(a) => a[block.first_group + j],
-                None => group_acc(x, lo, t, top2),
+                None => group_acc(x, lo, t, top2, finite),
             };
             let c = coeff(&acc, params, divisor);
             let local = lo - block.lo;
             let signal = acc.has_signal();
             let adv = &mut block.adv[local..local + s];
             let keep = &mut block.keep[local..local + s];
-            if signal && c.mul != 0.0 {
+            if signal && c.mul != 0.0 && finite {
+                for (a, r) in adv.iter_mut().zip(x) {
+                    *a = ((r.to_f64() - c.shift) * c.mul) as f32;
+                }
+                keep.fill(true);
+            } else if signal && c.mul != 0.0 {
                 for ((a, k), r) in adv.iter_mut().zip(keep.iter_mut()).zip(x) {
                     let v = r.to_f64();
                     let valid = !v.is_nan();
@@ -503,6 +577,8 @@ fn contiguous<R: Reward>(
                     };
                     *k = valid;
                 }
+            } else if signal && finite {
+                keep.fill(true);
             } else if signal {
                 for (k, r) in keep.iter_mut().zip(x) {
                     *k = !r.to_f64().is_nan();
@@ -526,9 +602,9 @@ fn contiguous<R: Reward>(
 
 /// Compute advantages and group statistics for `rewards` grouped by `groups`.
 pub fn compute<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<Advantages> {
-    validate(rewards, groups, params)?;
+    let finite = validate(rewards, groups, params)?;
     parallel::install(rewards.len(), |par| {
-        compute_inner(rewards, groups, params, par)
+        compute_inner(rewards, groups, params, Sweep { par, finite })
     })
 }
 
@@ -536,8 +612,9 @@ fn compute_inner<R: Reward>(
     rewards: &[R],
     groups: &Groups,
     params: &Params,
-    par: bool,
+    sweep: Sweep,
 ) -> Result<Advantages> {
+    let Sweep { par, finite } = sweep;
     let n = rewards.len();
     let mut advantages = vec![0.0f32; n];
     let mut keep = vec![false; n];
@@ -551,14 +628,20 @@ fn compute_inner<R: Reward>(
                 .map(|&s| {
                     let lo = offset;
                     offset += s as usize;
-                    group_acc(&rewards[lo..offset], lo, params.success_threshold, top2)
+                    group_acc(
+                        &rewards[lo..offset],
+                        lo,
+                        params.success_threshold,
+                        top2,
+                        finite,
+                    )
                 })
                 .collect();
             contiguous(
                 rewards,
                 sizes,
                 params,
-                par,
+                sweep,
                 &mut advantages,
                 &mut keep,
                 Some(&accs),
@@ -569,7 +652,7 @@ fn compute_inner<R: Reward>(
                 rewards,
                 sizes,
                 params,
-                par,
+                sweep,
                 &mut advantages,
                 &mut keep,
                 None,
