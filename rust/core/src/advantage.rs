@@ -253,6 +253,8 @@ fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Resul
 /// then a second over the same, cache-hot, slice (squared deviations). Both
 /// are branch-free so that they vectorise; the top-2 scan runs only for
 /// pass@k.
+// Lane loops index several arrays in step, on purpose.
+#[allow(clippy::needless_range_loop)]
 fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool, finite: bool) -> Acc {
     if finite && !top2 {
         return finite_group_acc(x, threshold);
@@ -322,6 +324,8 @@ fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool, finite: 
 
 /// [`group_acc`] for a group without NaN: no per-element validity test, so
 /// every loop is a straight vectorisable reduction over lane arrays.
+// Lane loops index several arrays in step, on purpose.
+#[allow(clippy::needless_range_loop)]
 fn finite_group_acc<R: Reward>(x: &[R], threshold: f64) -> Acc {
     const L: usize = 4;
     let mut sum = [0.0f64; L];
