@@ -18,6 +18,7 @@ from grpo_fast.advantages import (
 )
 from grpo_fast.errors import GrpoFastError, InternalError, InvalidInputError
 from grpo_fast.rewards import Rewards, RewardScores, combine, score_batch
+from grpo_fast.trainer import Trainer, TrainerConfig
 from grpo_fast.verify import (
     Extraction,
     Verdict,
@@ -53,4 +54,6 @@ __all__ = [
     "get_num_threads",
     "group",
     "set_num_threads",
+    "Trainer",
+    "TrainerConfig",
 ]
