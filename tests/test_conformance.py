@@ -52,12 +52,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "non-strict mode (variables renamed freely) is not offered: f(x) and f(y) differ"
     ),
     (
-        "tests/test_numina_cases.py::test_numina_cases[$1\\\\leq|z|\\\\leq "
-        "\\\\frac{3}{2}$-$z \\\\in \\\\left[-\\\\frac{3}{2}, -1\\\\right] \\\\cup "
-        "\\\\left[1, \\\\frac{3}{2}\\\\right]$-1]",
-        "$1\\leq|z|\\leq \\frac{3}{2}$",
-    ): ("inequalities on |z| are not solved into unions of intervals"),
-    (
         "tests/test_all.py::test_math_extraction_edge_cases[gold13-pred13-1]",
         "Let the percentage of people in Mathopolis"[:40],
     ): (

@@ -15,11 +15,11 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 
-use super::ast::{Node, RelOp};
+use super::ast::{Func, Node, RelOp};
 use super::display::render;
 use super::eval::{Cq, Evaluator, C64, V};
 use super::parser::normalize_text;
-use super::{CompareOptions, Rejection};
+use super::{CompareOptions, Limits, Rejection};
 
 type R<T> = Result<T, Rejection>;
 
@@ -35,6 +35,7 @@ const POINT_VALUES: [i64; 16] = [
 
 pub(crate) struct Cmp<'a> {
     pub opts: &'a CompareOptions,
+    pub calls: std::cell::Cell<u64>,
 }
 
 fn singleton(n: &Node) -> &Node {
@@ -116,9 +117,29 @@ fn assignment(items: &[Node], ops: &[RelOp]) -> Option<(Node, Node)> {
     Some((label.clone(), last.clone()))
 }
 
-/// An inequality on one name as the interval it describes.
+/// An inequality on one name as the interval it describes (or, for
+/// `a \le |x| \le b` with `0 < a`, the union `[-b, -a] \cup [a, b]`).
 fn as_interval(items: &[Node], ops: &[RelOp]) -> Option<Node> {
     let (items, ops) = normalize_chain(items, ops);
+    if let ([a, Node::Func(Func::Abs, x), b], [o1, o2]) = (items.as_slice(), ops.as_slice()) {
+        let positive = |n: &Node| {
+            let limits = Limits::default();
+            let mut ev = Evaluator::new(&limits);
+            matches!(ev.eval(n), Ok(V::Q(c)) if c.im.is_zero() && c.re.is_positive())
+        };
+        if label_like(x) && is_constant(a) && is_constant(b) && positive(a) {
+            let c1 = matches!(o1, RelOp::Le);
+            let c2 = matches!(o2, RelOp::Le);
+            if !matches!(o1, RelOp::Le | RelOp::Lt) || !matches!(o2, RelOp::Le | RelOp::Lt) {
+                return None;
+            }
+            let neg = |n: &Node| Box::new(Node::Neg(Box::new(n.clone())));
+            return Some(Node::Union(vec![
+                Node::Interval(neg(b), neg(a), c2, c1),
+                Node::Interval(Box::new(a.clone()), Box::new(b.clone()), c1, c2),
+            ]));
+        }
+    }
     let closed = |o: RelOp| match o {
         RelOp::Le => Some(true),
         RelOp::Lt => Some(false),
@@ -156,6 +177,14 @@ fn set_like(n: &Node) -> bool {
 
 impl Cmp<'_> {
     pub(crate) fn equiv(&self, g: &Node, p: &Node) -> R<bool> {
+        let calls = self.calls.get() + 1;
+        self.calls.set(calls);
+        if calls > self.opts.limits.max_comparisons {
+            return Err(Rejection::OverBudget(format!(
+                "more than {} element comparisons",
+                self.opts.limits.max_comparisons
+            )));
+        }
         let g = singleton(g);
         let p = singleton(p);
         match (g, p) {
@@ -170,16 +199,15 @@ impl Cmp<'_> {
         // A list whose elements are all the same value is that value
         // (the same answer boxed twice).
         let list = |n: &Node| matches!(n, Node::List(_) | Node::Set(_));
+        let list = |n: &Node| list(n) || matches!(n, Node::Tuple(_));
         if let (Node::List(v), false) = (g, list(p)) {
-            let d = self.dedup(v)?;
-            if d.len() == 1 {
-                return self.equiv(d[0], p);
+            if self.all_same(v)? {
+                return self.equiv(&v[0], p);
             }
         }
         if let (false, Node::List(v)) = (list(g), p) {
-            let d = self.dedup(v)?;
-            if d.len() == 1 {
-                return self.equiv(g, d[0]);
+            if self.all_same(v)? {
+                return self.equiv(g, &v[0]);
             }
         }
         if let Node::Rel(items, ops) = g {
@@ -346,6 +374,15 @@ impl Cmp<'_> {
             }
         }
         Ok(true)
+    }
+
+    fn all_same(&self, v: &[Node]) -> R<bool> {
+        for n in v.iter().skip(1) {
+            if !self.equiv(&v[0], n)? {
+                return Ok(false);
+            }
+        }
+        Ok(!v.is_empty())
     }
 
     fn dedup<'n>(&self, v: &'n [Node]) -> R<Vec<&'n Node>> {

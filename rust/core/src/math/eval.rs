@@ -147,18 +147,30 @@ impl<'a> Evaluator<'a> {
     }
 
     fn charge(&mut self, r: &BigRational) -> R<()> {
-        let b = bits(r);
+        self.charge_bits(bits(r))
+    }
+
+    /// Charge an operation whose operands or result have `b` bits. Big
+    /// rationals are normalised by a gcd, quadratic in the size, so the
+    /// cost is too.
+    fn charge_bits(&mut self, b: u64) -> R<()> {
         if b > self.limits.max_bits {
             return Err(Rejection::OverBudget(format!(
                 "a number of more than {} bits",
                 self.limits.max_bits
             )));
         }
-        self.work += b + 1;
+        self.work += 16 + b + b * b / 256;
         if self.work > self.limits.max_work {
             return Err(Rejection::OverBudget("too much arithmetic".into()));
         }
         Ok(())
+    }
+
+    /// Charge a binary operation on two exact values before doing it.
+    fn precharge(&mut self, a: &Cq, b: &Cq) -> R<()> {
+        let size = |c: &Cq| bits(&c.re).max(bits(&c.im));
+        self.charge_bits(size(a) + size(b))
     }
 
     fn cq(&mut self, re: BigRational, im: BigRational) -> R<V> {
@@ -176,6 +188,7 @@ impl<'a> Evaluator<'a> {
     }
 
     pub(crate) fn eval(&mut self, n: &Node) -> R<V> {
+        self.charge_bits(0)?;
         Ok(match n {
             Node::Num(v, _) => q((**v).clone()),
             Node::Sym(s) => match self.lookup(s) {
@@ -304,7 +317,10 @@ impl<'a> Evaluator<'a> {
                 }
             }
             (V::Inf(x), _) | (_, V::Inf(x)) => V::Inf(x),
-            (V::Q(a), V::Q(b)) => self.cq(a.re + b.re, a.im + b.im)?,
+            (V::Q(a), V::Q(b)) => {
+                self.precharge(&a, &b)?;
+                self.cq(a.re + b.re, a.im + b.im)?
+            }
             (a, b) => match (a.as_c64(), b.as_c64()) {
                 (Some(x), Some(y)) => V::F(x.add(y)),
                 _ => V::Undefined,
@@ -336,6 +352,7 @@ impl<'a> Evaluator<'a> {
                 Some(t) => V::Inf(s * t),
             },
             (V::Q(a), V::Q(b)) => {
+                self.precharge(&a, &b)?;
                 let re = &a.re * &b.re - &a.im * &b.im;
                 let im = &a.re * &b.im + &a.im * &b.re;
                 self.cq(re, im)?
@@ -357,6 +374,7 @@ impl<'a> Evaluator<'a> {
             },
             (_, V::Inf(_)) => q(BigRational::zero()),
             (V::Q(a), V::Q(b)) => {
+                self.precharge(&a, &b)?;
                 let d = &b.re * &b.re + &b.im * &b.im;
                 if d.is_zero() {
                     return Ok(V::Undefined);
@@ -435,7 +453,7 @@ impl<'a> Evaluator<'a> {
             });
         }
         let est = (bits(&base.re) + bits(&base.im)).saturating_mul(m);
-        if est > 4 * self.limits.max_bits {
+        if est > self.limits.max_bits {
             return Err(Rejection::OverBudget(format!(
                 "a power of more than {} bits",
                 self.limits.max_bits
@@ -518,10 +536,12 @@ impl<'a> Evaluator<'a> {
         let mut acc = BigInt::one();
         for i in 2..=n {
             acc *= i;
+            if acc.bits() > self.limits.max_bits {
+                return Err(Rejection::OverBudget("a factorial too large".into()));
+            }
         }
-        let r = BigRational::from_integer(acc);
-        self.charge(&r)?;
-        Ok(q(r))
+        self.work += acc.bits();
+        Ok(q(BigRational::from_integer(acc)))
     }
 
     fn binom(&mut self, n: V, k: V) -> R<V> {

@@ -656,6 +656,23 @@ impl<'a> Lexer<'a> {
         Ok(d.to_string())
     }
 
+    /// Whether every `,digits` group from the cursor on has three digits:
+    /// `7,425,000` is a number, `99,100,1000` is a list.
+    fn comma_groups_all_three(&self, end: usize) -> bool {
+        let mut j = self.pos;
+        while j < end && self.s[j] == b',' && self.at(j + 1).is_ascii_digit() {
+            let mut k = j + 1;
+            while k < end && self.s[k].is_ascii_digit() {
+                k += 1;
+            }
+            if k - j - 1 != 3 {
+                return false;
+            }
+            j = k;
+        }
+        true
+    }
+
     /// `{,}` with any spaces around and inside (`14 {, }916`), followed by
     /// three digits: where those digits start.
     fn brace_comma(&self, end: usize) -> Option<usize> {
@@ -701,7 +718,7 @@ impl<'a> Lexer<'a> {
                     (",", false),
                     (" ", false),
                 ] {
-                    if sep == "," && self.brackets > 0 {
+                    if sep == "," && (self.brackets > 0 || !self.comma_groups_all_three(end)) {
                         continue;
                     }
                     if self.starts(sep) {

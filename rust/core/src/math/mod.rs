@@ -23,7 +23,8 @@ use std::fmt;
 
 use ast::{Node, RelOp};
 
-/// Hard limits on the work spent on one answer.
+/// Hard limits on the work spent on one answer. The defaults keep any item
+/// within a few milliseconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
     /// Bytes of input.
@@ -41,7 +42,11 @@ pub struct Limits {
     pub max_factorial: u64,
     /// Terms of a `\sum` or `\prod`.
     pub max_terms: u64,
-    /// Total bits of exact arithmetic for one evaluation.
+    /// Element comparisons for one pair of answers (matching two lists is
+    /// quadratic).
+    pub max_comparisons: u64,
+    /// Units of exact arithmetic for one evaluation (an operation on
+    /// b-bit numbers costs about b + b²/256).
     pub max_work: u64,
 }
 
@@ -57,7 +62,8 @@ impl Default for Limits {
             max_exponent: 16_384,
             max_factorial: 1_000,
             max_terms: 1_000,
-            max_work: 20_000_000,
+            max_comparisons: 5_000,
+            max_work: 400_000,
         }
     }
 }
@@ -196,7 +202,11 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 
 /// [`equivalent`], with the reason when the comparison ran out of budget.
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
-    compare::Cmp { opts }.equiv(&gold.node, &pred.node)
+    compare::Cmp {
+        opts,
+        calls: std::cell::Cell::new(0),
+    }
+    .equiv(&gold.node, &pred.node)
 }
 
 const MAX_ALTERNATIVES: usize = 16;
