@@ -14,6 +14,7 @@ pytest.importorskip("math_verify")
 
 from trl.rewards import accuracy_reward as trl_accuracy_reward  # noqa: E402
 from trl.rewards import get_soft_overlong_punishment as trl_soft_overlong  # noqa: E402
+from trl.rewards import reasoning_accuracy_reward as trl_reasoning_accuracy_reward  # noqa: E402
 from trl.rewards import think_format_reward as trl_think_format_reward  # noqa: E402
 
 from grpo_fast import rewards  # noqa: E402
@@ -84,6 +85,41 @@ def test_accuracy_reward_is_a_drop_in_for_the_trainer_signature():
     )
     assert seen == {"solution": ["$2$"]}
     assert gf.accuracy_reward.__name__ == "accuracy_reward"
+
+
+def test_reasoning_accuracy_reward_agrees_with_trl():
+    texts = [f"<think>I guess \\boxed{{0}} first</think> {c}" for c, _ in AGREE]
+    texts += [
+        r"<think>\boxed{3} but never done",
+        r"no think \boxed{3}",
+        r"a</think>b</think>\boxed{3}",
+    ]
+    texts += [r"<think>x</answer> \boxed{3}", r"<think>x</think> \boxed{3}"]
+    solution = [s for _, s in AGREE] + ["$3$"] * 5
+    solution[-1] = ""  # unusable gold after finished reasoning: None
+    for delims in (None, ["</answer>", "</think>"]):
+        theirs = trl_reasoning_accuracy_reward(chat(texts), solution, reasoning_delimiters=delims)
+        ours = gf.reasoning_accuracy_reward(
+            chat(texts), solution=solution, reasoning_delimiters=delims
+        )
+        assert ours == theirs
+        if delims is None:
+            assert gf.get_reasoning_accuracy_reward()(chat(texts), solution=solution) == theirs
+    assert 0 < sum(x or 0 for x in theirs) < len(theirs) and None in theirs
+
+
+def test_accuracy_reward_can_log_extracted_answers():
+    logged = {}
+    reward = gf.get_accuracy_reward(log_answers=True)
+    reward(
+        chat([r"so \boxed{\frac{1}{2}}", "no anchor 3"]),
+        solution=["$0.5$", "$3$"],
+        log_extra=logged.__setitem__,
+    )
+    assert logged == {
+        "solution": ["$0.5$", "$3$"],
+        "answer_parsed": ["\\frac{1}{2}", "[unparseable]"],
+    }
 
 
 def test_think_format_reward_agrees_with_trl():

@@ -322,3 +322,14 @@ def test_compute_score_bad_input():
         gf.compute_score_batch(solution_strs=["a"], ground_truths=[{"x": 1}])
     with pytest.raises(InvalidInputError, match="solution_str must be a str"):
         gf.compute_score("x", None, "1")
+
+
+def test_compute_score_from_executor_threads():
+    """verl's reward loop runs compute_score in run_in_executor threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = MATH_CASES + GSM8K_CASES
+    expected = [gf.compute_score("x", p, g) for p, g in cases]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda pg: gf.compute_score("x", *pg), cases * 4))
+    assert got == expected * 4

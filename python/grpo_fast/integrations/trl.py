@@ -22,6 +22,8 @@ Swapping TRL's math reward is one import::
   ...``); what counts as equal is grpo-fast's verifier (see
   ``VERIFY_SEMANTICS.md`` and ``docs/verify_differences.md``).
 - :func:`get_accuracy_reward`: the same with other options.
+- :data:`reasoning_accuracy_reward` / :func:`get_reasoning_accuracy_reward`:
+  TRL's ``reasoning_accuracy_reward`` (only the text after ``</think>`` counts).
 - :data:`think_format_reward`: TRL's ``think_format_reward`` (``<think>...</think>``
   first, a single ``<think>``).
 - :func:`get_format_reward`: 1.0 when a regex matches (Rust ``regex`` syntax).
@@ -39,11 +41,13 @@ import numpy as np
 
 from grpo_fast import rewards as _rewards
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.verify import extract_answer
 
 __all__ = [
     "TRL_ANSWER_RULES",
     "AccuracyReward",
     "FormatReward",
+    "ReasoningAccuracyReward",
     "SoftOverlongPunishment",
     "TrlReward",
     "accuracy_reward",
@@ -51,7 +55,9 @@ __all__ = [
     "completion_texts",
     "get_accuracy_reward",
     "get_format_reward",
+    "get_reasoning_accuracy_reward",
     "get_soft_overlong_punishment",
+    "reasoning_accuracy_reward",
     "think_format_reward",
 ]
 
@@ -200,9 +206,20 @@ class AccuracyReward(TrlReward):
         rules: Sequence[str] | None = TRL_ANSWER_RULES,
         name: str = "accuracy_reward",
         gold_column: str = "solution",
+        log_answers: bool = False,
     ) -> None:
         spec = _rewards.MathReward(rel_tol=rel_tol, rules=rules)
         super().__init__([spec], name=name, gold_column=gold_column)
+        self.rules = None if rules is None else tuple(rules)
+        self.log_answers = log_answers
+
+    def _log(self, log_extra: Callable[[str, list[Any]], None] | None, texts: Any, kw: Any) -> None:
+        if log_extra is None:
+            return
+        log_extra("solution", list(kw[self.gold_column]))
+        if self.log_answers:
+            found = [extract_answer(t, rules=self.rules) for t in completion_texts(texts)]
+            log_extra("answer_parsed", ["[unparseable]" if f is None else f.answer for f in found])
 
     def __call__(
         self,
@@ -211,8 +228,48 @@ class AccuracyReward(TrlReward):
         **kwargs: Any,
     ) -> list[float | None]:
         out = _to_list(self.score(completions, **kwargs).total)
-        if log_extra is not None:
-            log_extra("solution", list(kwargs[self.gold_column]))
+        self._log(log_extra, completions, kwargs)
+        return out
+
+
+class ReasoningAccuracyReward(AccuracyReward):
+    """TRL's ``reasoning_accuracy_reward``; see :func:`get_reasoning_accuracy_reward`."""
+
+    __name__ = "reasoning_accuracy_reward"
+
+    def __init__(
+        self,
+        reasoning_delimiters: Sequence[str] | None = None,
+        *,
+        name: str = "reasoning_accuracy_reward",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name=name, **kwargs)
+        delims = ["</think>"] if reasoning_delimiters is None else list(reasoning_delimiters)
+        if not all(isinstance(d, str) and d for d in delims):
+            raise InvalidInputError(
+                f"reasoning_delimiters must be non-empty str, not {reasoning_delimiters!r}"
+            )
+        self.reasoning_delimiters = delims
+
+    def __call__(
+        self,
+        completions: Sequence[Any],
+        log_extra: Callable[[str, list[Any]], None] | None = None,
+        reasoning_delimiters: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        delims = self.reasoning_delimiters if reasoning_delimiters is None else reasoning_delimiters
+        finals: list[str] = []
+        complete: list[bool] = []
+        for text in completion_texts(completions):
+            # As TRL: the first delimiter (in list order) present ends the reasoning.
+            d = next((d for d in delims if d in text), None)
+            complete.append(d is not None)
+            finals.append(text.split(d)[-1] if d is not None else "")
+        scored = _to_list(self.score(finals, **kwargs).total)
+        out = [s if ok else 0.0 for s, ok in zip(scored, complete, strict=True)]
+        self._log(log_extra, finals, kwargs)
         return out
 
 
@@ -222,6 +279,7 @@ def get_accuracy_reward(
     rules: Sequence[str] | None = TRL_ANSWER_RULES,
     name: str = "accuracy_reward",
     gold_column: str = "solution",
+    log_answers: bool = False,
 ) -> AccuracyReward:
     """A math accuracy reward: 1.0 when the answer equals the gold, 0.0 when
     not, None when the gold has no usable answer.
@@ -240,6 +298,9 @@ def get_accuracy_reward(
         The name TRL logs the reward under (``rewards/<name>/mean``).
     gold_column : str
         The dataset column holding the gold answers.
+    log_answers : bool
+        Also log the extracted answers to TRL's completions table
+        (``answer_parsed``); off by default, as it costs one more pass.
 
     Examples
     --------
@@ -247,10 +308,38 @@ def get_accuracy_reward(
     >>> reward(["So she has 12 left.\\n#### 12", "#### 11"], solution=["12", "12"])
     [1.0, 0.0]
     """
-    return AccuracyReward(rel_tol=rel_tol, rules=rules, name=name, gold_column=gold_column)
+    return AccuracyReward(
+        rel_tol=rel_tol, rules=rules, name=name, gold_column=gold_column, log_answers=log_answers
+    )
+
+
+def get_reasoning_accuracy_reward(
+    reasoning_delimiters: Sequence[str] | None = None,
+    *,
+    rel_tol: float = 1e-6,
+    rules: Sequence[str] | None = TRL_ANSWER_RULES,
+    name: str = "reasoning_accuracy_reward",
+    gold_column: str = "solution",
+) -> ReasoningAccuracyReward:
+    """TRL's ``reasoning_accuracy_reward``: the accuracy of the text after the
+    reasoning (after the first of ``reasoning_delimiters``, default
+    ``["</think>"]``, that occurs); 0.0 when the reasoning never ends, None when
+    the gold has no usable answer.
+
+    Examples
+    --------
+    >>> reward = get_reasoning_accuracy_reward()
+    >>> done, unfinished = "<think>maybe 2</think> so \\\\boxed{3}", "<think>\\\\boxed{3}"
+    >>> reward([done, unfinished], solution=["3", "3"])
+    [1.0, 0.0]
+    """
+    return ReasoningAccuracyReward(
+        reasoning_delimiters, rel_tol=rel_tol, rules=rules, name=name, gold_column=gold_column
+    )
 
 
 accuracy_reward = AccuracyReward()
+reasoning_accuracy_reward = ReasoningAccuracyReward()
 accuracy_reward.__doc__ = """TRL's ``accuracy_reward`` signature, scored in Rust.
 
 Examples

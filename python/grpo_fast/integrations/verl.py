@@ -38,11 +38,14 @@ Reward functions
 ----------------
 :func:`compute_score` (verl's ``NaiveRewardManager`` form) and
 :func:`compute_score_batch` (``BatchRewardManager``) are loadable through verl's
-``custom_reward_function`` config::
+``custom_reward_function`` config (verl 0.9 keys; the file path of this module
+works as well as ``pkg://``)::
 
-    reward_model.reward_manager=batch
-    custom_reward_function.path=pkg://grpo_fast.integrations.verl
-    custom_reward_function.name=compute_score_batch
+    reward.custom_reward_function.path=pkg://grpo_fast.integrations.verl
+    reward.custom_reward_function.name=compute_score
+
+No signals are used, so ``compute_score`` also runs in the executor threads of
+verl's reward loop (math-verify's ``signal.alarm`` timeouts cannot).
 """
 
 from __future__ import annotations
