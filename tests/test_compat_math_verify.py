@@ -30,7 +30,7 @@ import grpo_fast  # noqa: E402
 from grpo_fast.compat import math_verify as compat  # noqa: E402
 from grpo_fast.errors import InvalidInputError  # noqa: E402
 
-SUITE = Path("/work/shared/conformance/math_verify_suite.jsonl")
+SUITE = Path(__file__).parent / "data" / "conformance" / "math_verify_suite.jsonl"
 ROWS = (
     [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
     if SUITE.exists()
