@@ -43,6 +43,7 @@ RULES: tuple[str, ...] = (
     "gsm8k",
     "answer_colon",
     "answer_is",
+    "bare",
     "last_value",
 )
 _ALL_RULES = (*RULES, "bold", "math_span", "choice", "last_number")
@@ -115,7 +116,9 @@ def extract_answer(
         (``\\boxed{}`` / ``\\fbox{}``, nested braces, every box a part),
         ``answer_tag`` (``<answer>…</answer>``), ``final_answer`` (``The final
         answer is X``), ``gsm8k`` (``#### X``), ``answer_colon`` (``Answer: X``,
-        ``**Answer:** X``), ``answer_is`` (``the answer is X``), then
+        ``**Answer:** X``), ``answer_is`` (``the answer is X``), ``bare``
+        (a short one-line text without prose is itself the answer:
+        ``\\frac{0}{1}``, ``x \\ge 2``), then
         ``last_value``: the latest-ending of ``bold`` (``**X**``),
         ``math_span`` (``$…$``, ``\\(…\\)``, ``\\[…\\]``), ``choice`` (``(C)``)
         and ``last_number``, within ``tail_length`` bytes of the end. Each of

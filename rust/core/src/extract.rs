@@ -39,7 +39,9 @@ pub enum Rule {
     MathSpan,
     /// The last number (`-1,234.5`, `3/4`, `12%`).
     LastNumber,
-    /// A gold without markers is the answer itself.
+    /// A text without markers that is itself an answer (`\frac{0}{1}`,
+    /// `1 000`, `x \ge 2`: no prose, one short line). For a gold, any text
+    /// without markers is the answer itself.
     Bare,
 }
 
@@ -80,13 +82,11 @@ impl Rule {
 
     /// The names accepted by [`Rule::from_name`], for error messages.
     pub const NAMES: &'static str = "boxed, answer_tag, final_answer, gsm8k, answer_colon, \
-        answer_is, last_value, bold, choice, math_span, last_number";
+        answer_is, bare, last_value, bold, choice, math_span, last_number";
 
     /// The rule called `name` (see [`Rule::name`]); `Bare` is not selectable.
     pub fn from_name(name: &str) -> Option<Rule> {
-        Rule::ALL
-            .into_iter()
-            .find(|r| *r != Rule::Bare && r.name() == name)
+        Rule::ALL.into_iter().find(|r| r.name() == name)
     }
 
     fn is_marker(self) -> bool {
@@ -113,16 +113,19 @@ pub struct ExtractOptions {
     pub tail_len: usize,
     /// Bold text longer than this many bytes is prose, not an answer.
     pub max_bold_len: usize,
+    /// A completion longer than this many bytes is never a bare answer.
+    pub max_bare_len: usize,
 }
 
 /// The default rule priority of VERIFY_SEMANTICS.md.
-pub const DEFAULT_RULES: [Rule; 7] = [
+pub const DEFAULT_RULES: [Rule; 8] = [
     Rule::Boxed,
     Rule::AnswerTag,
     Rule::FinalAnswer,
     Rule::Gsm8k,
     Rule::AnswerColon,
     Rule::AnswerIs,
+    Rule::Bare,
     Rule::LastValue,
 ];
 
@@ -136,6 +139,7 @@ impl Default for ExtractOptions {
             max_len: DEFAULT_MAX_LEN,
             tail_len: 500,
             max_bold_len: 200,
+            max_bare_len: 200,
         }
     }
 }
@@ -273,7 +277,15 @@ impl<'a> Scan<'a> {
                     rule,
                 })
             }
-            Rule::Bare => None,
+            Rule::Bare => {
+                let t = self.text.trim();
+                // An unclosed box is a truncated answer, not a bare one.
+                let bare = self.boxes.is_empty() && t.len() <= opts.max_bare_len;
+                (bare && looks_like_an_answer(t)).then(|| Extracted {
+                    parts: vec![t],
+                    rule,
+                })
+            }
         }
     }
 
@@ -336,8 +348,28 @@ impl<'a> Scan<'a> {
     }
 
     /// The value after the last occurrence of a line marker.
+    ///
+    /// A value that is prose (`Answer: The largest $n$ is 34.`) gives way to
+    /// the last mathematical value inside it.
     fn after(&self, id: usize) -> Option<&'a str> {
-        marker_value(self.text, self.last_end[id]?)
+        let v = marker_value(self.text, self.last_end[id]?)?;
+        if looks_like_an_answer(v) {
+            return Some(v);
+        }
+        let inner = [
+            last_bold(v, usize::MAX),
+            last_math_span(v),
+            last_choice(v, 0),
+            last_number(v, 0),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|(_, part)| !part.is_empty())
+        .fold(None, |best: Option<(usize, &'a str)>, c| match best {
+            Some(b) if b.0 >= c.0 => Some(b),
+            _ => Some(c),
+        });
+        Some(inner.map_or(v, |(_, part)| part))
     }
 
     /// The latest-ending of the no-marker candidates near the end.
@@ -376,6 +408,59 @@ impl<'a> Scan<'a> {
         };
         found.filter(|&(end, part)| end > tail && !part.is_empty())
     }
+}
+
+/// Whether a short text is an answer rather than prose: one line, non-empty,
+/// and no words but LaTeX commands and `\text{…}` contents, unless the text
+/// is one word (`yes`, `x^2+2x+1`, `\frac{0}{1}`, `\text{odd}`, `1 000`).
+fn looks_like_an_answer(t: &str) -> bool {
+    let b = t.as_bytes();
+    if b.is_empty() || b.contains(&b'\n') {
+        return false;
+    }
+    let mut words = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            let start = i + 1;
+            let mut j = start;
+            while j < b.len() && b[j].is_ascii_alphabetic() {
+                j += 1;
+            }
+            let cmd = &t[start..j];
+            i = j.max(start + 1);
+            if matches!(
+                cmd,
+                "text" | "textbf" | "mathrm" | "mbox" | "textit" | "operatorname"
+            ) && b.get(j) == Some(&b'{')
+            {
+                // Words inside `\text{…}` are the answer, not prose.
+                i = b[j..]
+                    .iter()
+                    .position(|&c| c == b'}')
+                    .map_or(b.len(), |k| j + k + 1);
+            }
+            continue;
+        }
+        if b[i].is_ascii_alphabetic() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            let len = i - start;
+            if len >= 2 {
+                // A word is an answer only alone (`yes`, `odd.`).
+                words += 1;
+                let rest = t[..start].len() + t[i..].trim_end_matches(['.', '!']).len();
+                if words > 1 || len > 12 || rest > 0 {
+                    return false;
+                }
+            }
+            continue;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The byte offset where the last `tail_len` bytes start (a char boundary).
@@ -598,11 +683,29 @@ fn last_number(text: &str, tail: usize) -> Option<(usize, &str)> {
             i += 1;
             continue;
         }
+        if i > 0 && bytes[i - 1].is_ascii_alphabetic() {
+            // `AZYUK2A`, `x2`: part of a name, not a number.
+            i = digits_end(bytes, i);
+            continue;
+        }
         let mut start = i;
         if start > 0 && bytes[start - 1] == b'-' {
             start -= 1;
         }
         let mut j = digits_end(bytes, i);
+        // A mixed number `4 4/9` (plain text): integer, space, fraction.
+        if bytes.get(j) == Some(&b' ') {
+            let a = digits_end(bytes, j + 1);
+            if a > j + 1 && bytes.get(a) == Some(&b'/') {
+                let b = digits_end(bytes, a + 1);
+                if b > a + 1 {
+                    let p = percent_end(text, b, start);
+                    last = Some((start + p.len(), p));
+                    i = start + p.len();
+                    continue;
+                }
+            }
+        }
         // Thousands groups: a comma followed by exactly three digits.
         while bytes.get(j) == Some(&b',') && digits_end(bytes, j + 1) == j + 4 {
             j += 4;
@@ -613,13 +716,48 @@ fn last_number(text: &str, tail: usize) -> Option<(usize, &str)> {
         if bytes.get(j) == Some(&b'/') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
             j = digits_end(bytes, j + 1);
         }
-        if bytes.get(j) == Some(&b'%') {
-            j += 1;
-        }
-        last = Some((j, &text[start..j]));
-        i = j;
+        last = Some(percent_end(text, j, start)).map(|p| (start + p.len(), p));
+        i = last.map_or(j, |(e, _)| e);
     }
     last
+}
+
+/// `text[start..j]` extended over a percent sign or word after it
+/// (`12%`, `12\%`, `12 percent`, `4 4/9pct`).
+fn percent_end(text: &str, j: usize, start: usize) -> &str {
+    let rest = &text[j..];
+    let glued = rest.trim_start_matches(' ');
+    let spaces = rest.len() - glued.len();
+    for (word, needs_no_space) in [
+        ("%", true),
+        ("\\%", true),
+        ("percentage", false),
+        ("percent", false),
+        ("pct", false),
+    ] {
+        let (cand, skip) = if needs_no_space {
+            (rest, 0)
+        } else {
+            (glued, spaces)
+        };
+        if skip > 1 {
+            continue;
+        }
+        let b = cand.as_bytes();
+        if b.len() >= word.len() && b[..word.len()].eq_ignore_ascii_case(word.as_bytes()) {
+            let end = j + skip + word.len();
+            // A word must end there (`percentage`, not `pctx`).
+            if needs_no_space
+                || !text
+                    .as_bytes()
+                    .get(end)
+                    .is_some_and(u8::is_ascii_alphabetic)
+            {
+                return &text[start..end];
+            }
+        }
+    }
+    &text[start..j]
 }
 
 fn digits_end(bytes: &[u8], mut i: usize) -> usize {
@@ -740,7 +878,7 @@ mod tests {
         assert_eq!(one("so $\\frac{1}{2}$"), ("$\\frac{1}{2}$", Rule::MathSpan));
         assert_eq!(one("it is $x=2$, then 9"), ("9", Rule::LastNumber));
         assert_eq!(one("total **12** apples"), ("12", Rule::Bold));
-        assert_eq!(one("-1,234.5 m"), ("-1,234.5", Rule::LastNumber));
+        assert_eq!(one("so -1,234.5 m"), ("-1,234.5", Rule::LastNumber));
         assert_eq!(one("about 3/4 of it"), ("3/4", Rule::LastNumber));
         assert_eq!(one("that is 12%."), ("12%", Rule::LastNumber));
         assert_eq!(one("pick 2, 1,23"), ("23", Rule::LastNumber));
@@ -749,6 +887,43 @@ mod tests {
         assert_eq!(one("so it must be B."), ("B", Rule::Choice));
         assert_eq!(ans("no value here at all"), None);
         assert_eq!(ans("Is it A cat?"), None);
+    }
+
+    #[test]
+    fn a_bare_completion_is_its_own_answer() {
+        assert_eq!(one("\\frac{0}{1}"), ("\\frac{0}{1}", Rule::Bare));
+        assert_eq!(one(" 1 000 "), ("1 000", Rule::Bare));
+        assert_eq!(one("x \\ge 2"), ("x \\ge 2", Rule::Bare));
+        assert_eq!(one("\\text{odd}"), ("\\text{odd}", Rule::Bare));
+        assert_eq!(one("yes"), ("yes", Rule::Bare));
+        // Prose is not an answer: the last value is.
+        assert_eq!(one("it is 5"), ("5", Rule::LastNumber));
+        assert_eq!(one("two cats and 3 dogs"), ("3", Rule::LastNumber));
+        assert_eq!(one("so $x$\n5"), ("5", Rule::LastNumber));
+    }
+
+    #[test]
+    fn prose_after_a_marker_gives_its_last_value() {
+        assert_eq!(
+            one("Final Answer: The largest $n$ is 34."),
+            ("34", Rule::AnswerColon)
+        );
+        assert_eq!(one("the answer is 3 apples"), ("3", Rule::AnswerIs));
+        assert_eq!(one("Answer: Paris"), ("Paris", Rule::AnswerColon));
+        assert_eq!(one("Answer: New York"), ("New York", Rule::AnswerColon));
+    }
+
+    #[test]
+    fn numbers_mixed_percent_and_names() {
+        assert_eq!(one("it is 4 4/9 of them"), ("4 4/9", Rule::LastNumber));
+        assert_eq!(
+            one("it is 4 4/9 percent"),
+            ("4 4/9 percent", Rule::LastNumber)
+        );
+        assert_eq!(one("so 12\\% of it"), ("12\\%", Rule::LastNumber));
+        assert_eq!(one("so 12pct of it"), ("12pct", Rule::LastNumber));
+        assert_eq!(one("so 12 pctx"), ("12", Rule::LastNumber));
+        assert_eq!(one("see 3 and AZYUK2A"), ("3", Rule::LastNumber));
     }
 
     #[test]
@@ -777,11 +952,10 @@ mod tests {
         };
         assert_eq!(extract_answer("Answer: 3", &only_box), None);
         assert_eq!(Rule::from_name("gsm8k"), Some(Rule::Gsm8k));
-        assert_eq!(Rule::from_name("bare"), None);
+        assert_eq!(Rule::from_name("bare"), Some(Rule::Bare));
+        assert_eq!(Rule::from_name("nope"), None);
         for r in Rule::ALL {
-            if r != Rule::Bare {
-                assert!(Rule::NAMES.contains(r.name()));
-            }
+            assert!(Rule::NAMES.contains(r.name()));
         }
     }
 

@@ -72,7 +72,7 @@ pub fn str_list<'a, 'py>(
         })?;
         owners.push(s);
     }
-    owners.iter().map(|s| Ok(s.to_str()?)).collect()
+    owners.iter().map(|s| s.to_str()).collect()
 }
 
 /// Golds: one `str` for all, or a list of `str | None`.

@@ -1,0 +1,322 @@
+"""The Python verifier API: verify / verify_detailed / verify_batch.
+
+References: the scalar ``verify`` for the batch form (computed one pair at a
+time, in the test), Python's ``fractions`` for generated exact values, and
+math-verify (the peer) on pairs both libraries decide the same by the
+documented semantics. Properties: no exception escapes for any str pair,
+``verify(x, x)`` for every generated answer, results independent of the
+thread count and of the calling context (threads, asyncio, a forked worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import grpo_fast
+from grpo_fast import InvalidInputError, verify, verify_batch, verify_detailed
+
+# ---------------------------------------------------------------- the basics
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred"),
+    [
+        (r"\frac34", r"so \boxed{0.75}"),
+        (r"\frac{1}{2}", r"The answer is $\frac{2}{4}$."),
+        ("Natalia sold 48/2 = 24 clips in May.\n#### 72", "In total she sold 72 clips."),
+        ("72", "#### 72"),
+        ("1080", r"\boxed{1,080}"),
+        ("(2,2), (6,2)", r"\boxed{(2,2)} and \boxed{(6,2)}"),
+        ("C", r"the answer is \boxed{C}"),
+        ("10\\%", r"\boxed{0.1}"),
+    ],
+)
+def test_matches(gold, pred):
+    v = verify_detailed(gold, pred)
+    assert v.matched, v
+    assert verify(gold, pred) is True
+    assert bool(v) is True and v.reason == "match"
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred", "reason"),
+    [
+        ("391", r"\boxed{381} \boxed{391} \boxed{401}", None),
+        ("72", "I do not know", "no answer found"),
+        ("0", r"\boxed{}", "empty answer"),
+        (r"\frac13", r"\boxed{0.33}", None),
+        ("   ", r"\boxed{1}", "no gold answer"),
+    ],
+)
+def test_non_matches(gold, pred, reason):
+    v = verify_detailed(gold, pred)
+    assert not v.matched and verify(gold, pred) is False
+    if reason is not None:
+        assert v.reason == reason
+
+
+def test_rel_tol_is_a_parameter():
+    assert not verify(r"\sqrt2", r"\boxed{1.41}")
+    assert verify(r"\sqrt2", r"\boxed{1.41}", rel_tol=1e-2)
+    with pytest.raises(InvalidInputError, match="rel_tol"):
+        verify("1", "1", rel_tol=-1)
+
+
+def test_batch_matches_the_scalar_function_and_broadcasts():
+    golds = ["4", r"\frac12", "72", None, "x"]
+    preds = [r"\boxed{4}", "0.5", "#### 71", r"\boxed{1}", "y"]
+    want = [float(g is not None and verify(g, p)) for g, p in zip(golds, preds, strict=True)]
+    got = verify_batch(golds, preds)
+    assert got.dtype == np.float32 and got.shape == (5,)
+    assert got.tolist() == want
+    one = verify_batch("4", preds)
+    assert one.tolist() == [float(verify("4", p)) for p in preds]
+    assert verify_batch("4", []).shape == (0,)
+
+
+@pytest.mark.parametrize(
+    ("golds", "preds", "what"),
+    [
+        (["1", "2"], ["1"], "golds has 2 entries but completions has 1"),
+        ("1", ["1", 2], r"preds\[1\]"),
+        ([1], ["1"], r"golds\[0\]"),
+        ("1", "abc", "preds must be a list"),
+        (3, ["1"], "golds must be"),
+    ],
+)
+def test_batch_bad_input(golds, preds, what):
+    with pytest.raises(InvalidInputError, match=what):
+        verify_batch(golds, preds)
+
+
+@pytest.mark.parametrize(("gold", "pred"), [(1, "1"), ("1", None), ("1", b"1")])
+def test_scalar_bad_input(gold, pred):
+    with pytest.raises(InvalidInputError, match="must be a str"):
+        verify(gold, pred)
+
+
+# ---------------------------------------------------------------- properties
+
+
+@st.composite
+def exact_values(draw):
+    """An exact rational written one of several ways, and its Fraction."""
+    n = draw(st.integers(-(10**9), 10**9))
+    d = draw(st.integers(1, 10**4))
+    form = draw(st.sampled_from(["int", "frac", "dfrac", "slash", "dec"]))
+    if form == "int":
+        return str(n), Fraction(n)
+    if form == "dec":
+        k = draw(st.integers(0, 6))
+        sign, a = ("-" if n < 0 else ""), abs(n)
+        text = f"{sign}{a // 10**k}.{a % 10**k:0{k}d}" if k else str(n)
+        return text, Fraction(n, 10**k)
+    sign = "-" if n < 0 else ""
+    a = abs(n)
+    text = {
+        "frac": f"{sign}\\frac{{{a}}}{{{d}}}",
+        "dfrac": f"{sign}\\dfrac{{{a}}}{{{d}}}",
+        "slash": f"{sign}{a}/{d}",
+    }[form]
+    return text, Fraction(n, d)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=exact_values(), b=exact_values())
+def test_exact_values_match_iff_equal(a, b):
+    (ta, fa), (tb, fb) = a, b
+    assert verify(ta, f"\\boxed{{{tb}}}") == (fa == fb), (ta, tb)
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=exact_values())
+def test_verify_x_x(x):
+    text, _ = x
+    assert verify(text, text)
+    assert verify(text, f"The answer is \\boxed{{{text}}}.")
+
+
+answers = st.one_of(
+    exact_values().map(lambda t: t[0]),
+    st.sampled_from(
+        [
+            r"\sqrt{2}",
+            r"2\sqrt2",
+            r"\pi",
+            r"(1,2)",
+            r"\{1,2,3\}",
+            r"[0, 1)",
+            r"x = 5",
+            r"x^2+2x+1",
+            r"\text{yes}",
+            r"y = 2x + 3",
+            r"x \ge 2",
+            r"\begin{pmatrix}1&2\\3&4\end{pmatrix}",
+        ]
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=answers)
+def test_every_parseable_answer_matches_itself(x):
+    v = verify_detailed(x, f"\\boxed{{{x}}}")
+    if v.gold is not None and v.pred is not None:
+        assert v.matched, v
+
+
+@settings(max_examples=300, deadline=None)
+@given(gold=st.text(max_size=60), pred=st.text(max_size=200))
+def test_no_exception_escapes(gold, pred):
+    v = verify_detailed(gold, pred)
+    assert isinstance(v.matched, bool) and isinstance(v.reason, str)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(answers, answers), min_size=65, max_size=200),
+    threads=st.integers(1, 4),
+)
+def test_batch_independent_of_thread_count(pairs, threads):
+    golds = [g for g, _ in pairs]
+    preds = [f"\\boxed{{{p}}}" for _, p in pairs]
+    before = grpo_fast.get_num_threads()
+    try:
+        grpo_fast.set_num_threads(1)
+        serial = verify_batch(golds, preds)
+        grpo_fast.set_num_threads(threads)
+        parallel = verify_batch(golds, preds)
+    finally:
+        grpo_fast.set_num_threads(before)
+    np.testing.assert_array_equal(serial, parallel)
+    assert serial.tolist() == [float(verify(g, p)) for g, p in zip(golds, preds, strict=True)]
+
+
+# ---------------------------------------------------------------- adversarial
+
+
+ADVERSARIAL = [
+    "\\boxed{" + "{" * 100_000 + "1" + "}" * 100_000 + "}",
+    "\\boxed{" + "(" * 50_000 + "1" + ")" * 50_000 + "}",
+    "\\boxed{" + "2^" * 5_000 + "2}",
+    "\\boxed{9^{9^{9^{9^{9}}}}}",
+    "\\boxed{" + "9" * 1_000_000 + "}",
+    "\\boxed{10^{10^{10}}}",
+    "\\boxed{1000000!}",
+    "\\boxed{" + "\\frac{1}{" * 3_000 + "2" + "}" * 3_000 + "}",
+    "\\boxed{" + "x+" * 20_000 + "x}",
+    "\\boxed{" + "\\sqrt{" * 5_000 + "2" + "}" * 5_000 + "}",
+    "\\boxed{(x+1)^{100000}}",
+    "\\boxed{\\sum_{k=1}^{10^{12}} k}",
+    "$" * 200_000,
+    "\\boxed{" * 100_000,
+    "#### " + "1," * 100_000,
+]
+
+
+@pytest.mark.parametrize("pred", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_adversarial_inputs_are_non_matches(pred):
+    v = verify_detailed("7", pred)
+    assert v.matched is False
+    assert isinstance(v.reason, str) and v.reason
+    # The gold side is bounded the same way.
+    assert verify_detailed(pred, "7").matched is False
+
+
+def test_over_length_limit_reason():
+    pred = "x" * 100 + r"\boxed{7}"
+    v = verify_detailed("7", pred, max_length=50)
+    assert not v.matched and v.reason.startswith("over budget")
+
+
+def test_adversarial_batch_is_all_zero():
+    out = verify_batch("7", ADVERSARIAL * 5)
+    assert out.tolist() == [0.0] * (len(ADVERSARIAL) * 5)
+
+
+# ---------------------------------------------------------------- contexts
+
+PAIRS = [(r"\frac12", r"\boxed{0.5}"), ("3", "#### 4"), ("72", "so 72"), ("x", "y")] * 40
+WANT = [float(verify(g, p)) for g, p in PAIRS]
+
+
+def _batch():
+    return verify_batch([g for g, _ in PAIRS], [p for _, p in PAIRS]).tolist()
+
+
+def test_from_a_thread_pool():
+    with ThreadPoolExecutor(8) as ex:
+        batches = list(ex.map(lambda _: _batch(), range(16)))
+        singles = list(ex.map(lambda gp: float(verify(*gp)), PAIRS))
+    assert all(b == WANT for b in batches)
+    assert singles == WANT
+
+
+def test_from_an_asyncio_executor():
+    async def main():
+        loop = asyncio.get_running_loop()
+        return await asyncio.gather(*(loop.run_in_executor(None, _batch) for _ in range(8)))
+
+    assert all(b == WANT for b in asyncio.run(main()))
+
+
+def _child(q):
+    q.put(_batch())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_from_a_forked_worker():
+    assert _batch() == WANT  # the parent's pool is up before the fork
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(q,))
+    p.start()
+    got = q.get(timeout=60)
+    p.join(timeout=60)
+    assert p.exitcode == 0
+    assert got == WANT
+
+
+def test_no_signal_handlers_installed():
+    import signal
+
+    before = signal.getsignal(signal.SIGALRM)
+    verify_batch("1", ["1"] * 100)
+    assert signal.getsignal(signal.SIGALRM) == before
+    assert os.getpid() > 0
+
+
+# ---------------------------------------------------------------- the peer
+
+
+def _math_verify():
+    return pytest.importorskip("math_verify")
+
+
+@pytest.mark.parametrize(
+    ("gold", "pred"),
+    [
+        ("$\\frac{1}{2}$", "The answer is $\\boxed{\\frac{1}{2}}$"),
+        ("$5$", "So $\\boxed{5}$."),
+        ("$\\sqrt{2}$", "\\boxed{\\sqrt{2}}"),
+        ("$3$", "\\boxed{4}"),
+        ("$(1,2)$", "\\boxed{(2,1)}"),
+        ("$\\frac{3}{4}$", "\\boxed{0.75}"),
+        ("$12$", "\\boxed{13}"),
+    ],
+)
+def test_agrees_with_math_verify_on_plain_pairs(gold, pred):
+    mv = _math_verify()
+    want = mv.verify(mv.parse(gold), mv.parse(pred))
+    assert verify(gold, pred) == want
