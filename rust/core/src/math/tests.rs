@@ -119,3 +119,35 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn semantics_examples() {
+    // VERIFY_SEMANTICS.md, "When two answers are equal".
+    assert!(eq("10\\%", "10"));
+    assert!(eq("10\\%", "0.1"));
+    assert!(eq("e^{-1}", "\\frac1e"));
+    assert!(eq("3+4i", "4i+3"));
+    assert!(!eq("5", "\\infty"));
+    assert!(eq("(-\\infty, 2]", "(-\\infty,2]"));
+    assert!(eq("1,080", "1080"));
+    assert!(eq("2:3", "\\frac23"));
+    assert!(eq("\\boxed{C}", "\\text{(C)}"));
+    assert!(eq("C", "\\text{(C)}"));
+    assert!(!eq("C", "D"));
+    assert!(eq("\\$5", "5"));
+    assert!(eq("90^\\circ", "90"));
+    assert!(eq("5\\text{ cm}", "5"));
+    assert!(!eq("\\sin(\\pi x)", "0"));
+    assert!(eq("\\sum_{k=1}^{n} k", "\\frac{n(n+1)}{2}"));
+    assert!(eq("x = \\frac{1}{2}", "0.5"));
+    assert!(!eq("0/0", "0/0"));
+    assert!(!eq("1/0", "1/0"));
+    assert!(!eq("381 \\text{ or } 391", "391"));
+    assert!(eq("\\{1,2\\}", "\\{2,1,1\\}"));
+    assert!(eq("2x+3=y", "y=2x+3"));
+    assert!(eq("x > 2", "(2, \\infty)"));
+    assert!(!eq("(2,\\infty)", "x > 2"));
+    assert!(eq("7,425,000", "7425000"));
+    assert!(eq("99,100", "99100"));
+    assert!(!eq("99,100,1000", "991001000"));
+}
