@@ -67,19 +67,21 @@ def _chunk_grad(
 ) -> torch.Tensor:
     """Gradient w.r.t. ``z`` given the upstream gradients of logp and entropy.
 
-    d logp_t / dz = onehot(t) - p;  d H / dz = -p * (log p + H). Overwrites ``z``.
+    d logp_t / dz = onehot(t) - p;  d H / dz = -p * (log p + H). Overwrites ``z``
+    (each pass over the chunk is in place: on a CPU these passes, not the
+    matmuls, are what a fused kernel can save).
     """
-    log_p = z.sub_(lse.unsqueeze(-1))  # in place: z is not needed any more
-    p = log_p.exp()
-    if g_ent is not None and entropy is not None:
-        # -p * (g_logp + g_ent * (log p + H)); log_p becomes the scale factor in place.
+    if g_ent is None or entropy is None:
+        assert g_logp is not None
+        grad = z.sub_(lse.unsqueeze(-1)).exp_().mul_(g_logp.neg().unsqueeze(-1))  # -g p
+    else:
+        # -p * (g_logp + g_ent * (log p + H))
+        log_p = z.sub_(lse.unsqueeze(-1))
+        p = log_p.exp()
         scale = log_p.add_(entropy.unsqueeze(-1)).mul_(g_ent.unsqueeze(-1))
         if g_logp is not None:
             scale.add_(g_logp.unsqueeze(-1))
-        grad = p.mul_(scale).neg_()
-    else:
-        assert g_logp is not None
-        grad = p.mul_(g_logp.unsqueeze(-1)).neg_()
+        grad = p.mul_(scale.neg_())
     if g_logp is not None:
         rows = torch.arange(grad.shape[0], device=grad.device)
         grad[rows, t] += g_logp
@@ -148,11 +150,9 @@ class _FusedLinearLogProbs(torch.autograd.Function):
                 t[s:e],
                 lse[s:e],
                 None if entropy is None else entropy[s:e],
-                None if g_logp is None else g_logp[s:e].to(acc),
-                None if g_ent is None else g_ent[s:e].to(acc),
+                None if g_logp is None else g_logp[s:e].to(acc) / ctx.temperature,
+                None if g_ent is None else g_ent[s:e].to(acc) / ctx.temperature,
             )
-            if ctx.temperature != 1.0:
-                gz.div_(ctx.temperature)
             if grad_b is not None:
                 grad_b += gz.sum(0)
             gz_low = gz.to(h.dtype)
@@ -331,11 +331,9 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
                 t[s:e],
                 lse[s:e],
                 None if entropy is None else entropy[s:e],
-                None if g_logp is None else g_logp[s:e].to(z.dtype),
-                None if g_ent is None else g_ent[s:e].to(z.dtype),
+                None if g_logp is None else g_logp[s:e].to(z.dtype) / ctx.temperature,
+                None if g_ent is None else g_ent[s:e].to(z.dtype) / ctx.temperature,
             )
-            if ctx.temperature != 1.0:
-                gz.div_(ctx.temperature)
             grad[s:e] = gz
         return grad, None, None, None, None
 

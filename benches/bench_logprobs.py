@@ -1,0 +1,229 @@
+"""Token log-probs, forward + backward: the fused chunked kernel against the naive
+``log_softmax(h @ W.T).gather(...)``, peak memory and time, in the same run.
+
+Goals (issue 4): B=8, T=1024, H=1024, V=32,768 (and V=151,936 at a smaller T):
+peak memory <= 25% of naive, time within 1.3x of naive on the CPU.
+
+Peak memory is measured in a fresh subprocess per implementation, so one run's
+allocations cannot hide in another's high-water mark:
+
+* CPU: ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` after the step minus the
+  resident set right before it (inputs allocated and touched). torch's CPU
+  allocator returns large blocks to the OS, and ``ru_maxrss`` is the kernel's
+  own high-water mark, so the delta is the step's peak working memory.
+* CUDA: ``torch.cuda.max_memory_allocated()`` during the step minus
+  ``torch.cuda.memory_allocated()`` before it.
+
+Time is measured in one more subprocess that alternates the two
+implementations step by step (one warm-up step each, then the median of
+``--repeats``), so a busy machine slows both alike. The memory children also
+report checksums of the outputs and gradients, and the parent checks that both
+implementations agree.
+
+Run it as a script (``python benches/bench_logprobs.py``, ``--device cuda``,
+``--tokens``/``--vocab`` to resize, ``--help``), or through pytest-benchmark
+(``make bench``), where ``GRPO_FAST_BENCH_T`` shrinks T (default 1024 and 256).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+IMPLS = ("fused", "naive")
+H = 1024
+B = 8
+
+
+def _naive(h, w, t):
+    import torch
+
+    logits = h @ w.t()
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, t.unsqueeze(-1)).squeeze(-1)
+
+
+def _fused(h, w, t):
+    from grpo_fast.logprobs import token_logprobs
+
+    return token_logprobs(h, w, t)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _maxrss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+def _setup(b, t, h, v, device, dtype):
+    import torch
+
+    torch.manual_seed(0)
+    dt = getattr(torch, dtype)
+    hidden = torch.randn(b, t, h, device=device, dtype=dt).requires_grad_(True)
+    # In place: a temporary [V, H] copy would raise maxrss above the baseline.
+    weight = torch.randn(v, h, device=device, dtype=dt).div_(h**0.5).requires_grad_(True)
+    targets = torch.randint(0, v, (b, t), device=device)
+    upstream = torch.randn(b, t, device=device)
+
+    def step(impl):
+        hidden.grad = weight.grad = None
+        logp = (_fused if impl == "fused" else _naive)(hidden, weight, targets)
+        (logp * upstream).sum().backward()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return logp
+
+    return hidden, weight, step
+
+
+def child_memory(impl: str, b: int, t: int, h: int, v: int, device: str, dtype: str) -> dict:
+    """Peak memory of one forward + backward of ``impl``, in this fresh process."""
+    import torch
+
+    hidden, weight, step = _setup(b, t, h, v, device, dtype)
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+    else:
+        before = _rss_bytes()
+        if _maxrss_bytes() > before + (64 << 20):
+            raise RuntimeError("allocations before the step raised maxrss above the baseline")
+    logp = step(impl)
+    peak = (torch.cuda.max_memory_allocated() if cuda else _maxrss_bytes()) - before
+    checks = [
+        float(logp.double().sum()),
+        float(hidden.grad.double().norm()),
+        float(weight.grad.double().norm()),
+    ]
+    return {"impl": impl, "peak_bytes": peak, "checks": checks}
+
+
+def child_time(b: int, t: int, h: int, v: int, device: str, dtype: str, repeats: int) -> dict:
+    """Both implementations in one process, alternating, so a noisy machine
+    slows both alike; one warm-up step each."""
+    _, _, step = _setup(b, t, h, v, device, dtype)
+    times: dict[str, list[float]] = {impl: [] for impl in IMPLS}
+    for rnd in range(repeats + 1):
+        for impl in IMPLS if rnd % 2 == 0 else IMPLS[::-1]:
+            start = time.perf_counter()
+            step(impl)
+            if rnd > 0:
+                times[impl].append(time.perf_counter() - start)
+    return times
+
+
+def _child(args: list[str], threads: int | None) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), *args]
+    env = dict(os.environ)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{out.stderr[-4000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(b, t, h, v, device="cpu", dtype="float32", repeats=2, threads=None) -> dict:
+    """Peak memory of each implementation in a fresh subprocess, then both timed
+    in one more subprocess."""
+    shape = [f"--batch={b}", f"--tokens={t}", f"--hidden={h}", f"--vocab={v}"]
+    shape += [f"--device={device}", f"--dtype={dtype}"]
+    mem = {impl: _child(["--child", impl, *shape], threads) for impl in IMPLS}
+    fused, naive = mem["fused"], mem["naive"]
+    for a, n in zip(fused["checks"], naive["checks"], strict=True):
+        # Sums over thousands of tokens: agree to fp32 (or 16-bit) accumulation error.
+        tol = 1e-3 if dtype == "float32" else 3e-2
+        if abs(a - n) > tol * max(1.0, abs(n)):
+            raise AssertionError(f"fused {fused['checks']} != naive {naive['checks']}")
+    times = _child(["--child", "time", f"--repeats={repeats}", *shape], threads)
+    tf, tn = statistics.median(times["fused"]), statistics.median(times["naive"])
+    return {
+        "shape": f"B={b} T={t} H={h} V={v} {dtype} {device}",
+        "fused_peak_mib": fused["peak_bytes"] / 2**20,
+        "naive_peak_mib": naive["peak_bytes"] / 2**20,
+        "memory_ratio": fused["peak_bytes"] / naive["peak_bytes"],
+        "fused_s": tf,
+        "naive_s": tn,
+        "time_ratio": tf / tn,
+    }
+
+
+def _print(row: dict) -> None:
+    print(
+        f"{row['shape']}: peak fused {row['fused_peak_mib']:.0f} MiB, naive "
+        f"{row['naive_peak_mib']:.0f} MiB ({100 * row['memory_ratio']:.1f}% of naive;"
+        " goal <= 25%); "
+        f"fwd+bwd fused {row['fused_s']:.2f} s, naive {row['naive_s']:.2f} s "
+        f"({row['time_ratio']:.2f}x naive; goal <= 1.3x)",
+        flush=True,
+    )
+
+
+# --- pytest-benchmark -----------------------------------------------------------------
+
+_T = int(os.environ.get("GRPO_FAST_BENCH_T", "0"))
+CONFIGS = [(B, _T or 1024, H, 32_768), (B, _T or 256, H, 151_936)]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: f"T={c[1]}-V={c[3]}")
+def test_logprobs_memory_and_time(benchmark, cfg):
+    torch = pytest.importorskip("torch")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    benchmark.extra_info["impl"] = "grpo-fast"
+    row = benchmark.pedantic(compare, args=(*cfg, device), rounds=1, iterations=1)
+    benchmark.extra_info.update(row)
+    _print(row)
+
+
+# --- script ---------------------------------------------------------------------------
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--child", choices=(*IMPLS, "time"), help=argparse.SUPPRESS)
+    p.add_argument("--batch", type=int, default=B)
+    p.add_argument("--tokens", type=int, default=None, help="T (default 1024 and 256)")
+    p.add_argument("--hidden", type=int, default=H)
+    p.add_argument("--vocab", type=int, default=None, help="V (default 32768 and 151936)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    p.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
+    p.add_argument("--repeats", type=int, default=2, help="timed steps of each implementation")
+    p.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of the children")
+    a = p.parse_args(argv)
+    if a.child == "time":
+        r = child_time(a.batch, a.tokens, a.hidden, a.vocab, a.device, a.dtype, a.repeats)
+        print(json.dumps(r))
+        return
+    if a.child:
+        print(
+            json.dumps(
+                child_memory(a.child, a.batch, a.tokens, a.hidden, a.vocab, a.device, a.dtype)
+            )
+        )
+        return
+    import torch
+
+    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if a.tokens or a.vocab:
+        configs = [(a.batch, a.tokens or 1024, a.hidden, a.vocab or 32_768)]
+    else:
+        configs = [(a.batch, 1024, a.hidden, 32_768), (a.batch, 256, a.hidden, 151_936)]
+    for cfg in configs:
+        _print(compare(*cfg, device=device, dtype=a.dtype, repeats=a.repeats, threads=a.threads))
+
+
+if __name__ == "__main__":
+    main()
