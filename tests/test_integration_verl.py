@@ -333,3 +333,44 @@ def test_compute_score_from_executor_threads():
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda pg: gf.compute_score("x", *pg), cases * 4))
     assert got == expected * 4
+
+
+def test_low_precision_rewards_and_nan():
+    rewards, mask, index = _batch(12, [4, 4, 2])
+    theirs = core_algos.compute_grpo_outcome_advantage(rewards.clone(), mask, index)
+    ours = gf.compute_grpo_outcome_advantage(rewards.to(torch.bfloat16), mask, index)
+    assert ours[0].dtype == torch.bfloat16
+    # bf16 keeps ~3 significant digits of the rewards themselves.
+    torch.testing.assert_close(ours[0].float(), theirs[0], atol=0.05, rtol=0.05)
+    # A NaN score is unscorable: advantage 0, and its group is normalised without it.
+    scores = torch.tensor([1.0, 0.0, float("nan"), 0.5])
+    adv, _ = gf.compute_grpo_outcome_advantage(
+        scores[:, None], torch.ones(4, 1), np.array(["a", "a", "a", "b"], dtype=object)
+    )
+    expected = np.array(
+        [
+            (1 - 0.5) / (np.std([1, 0], ddof=1) + 1e-6),
+            -0.5 / (np.std([1, 0], ddof=1) + 1e-6),
+            0,
+            0.5 / (1 + 1e-6),
+        ]
+    )
+    np.testing.assert_allclose(adv[:, 0].numpy(), expected, rtol=1e-5)
+    for fn in (
+        gf.compute_grpo_outcome_advantage,
+        gf.compute_rloo_outcome_advantage,
+        gf.compute_reinforce_plus_plus_baseline_outcome_advantage,
+    ):
+        adv, _ = fn(torch.tensor([[float("nan")], [1.0], [2.0]]), torch.ones(3, 1), ["x", "y", "y"])
+        assert adv[0, 0] == 0 and not torch.isnan(adv).any()
+    # Whitening leaves the unscorable response out: the rest equals verl on the rest alone.
+    rewards, mask, index = _batch(13, [3, 1, 4])
+    with_nan = torch.cat([rewards, torch.full((1, rewards.shape[1]), float("nan"))])
+    ours, _ = gf.compute_reinforce_plus_plus_baseline_outcome_advantage(
+        with_nan, torch.cat([mask, torch.ones(1, mask.shape[1], dtype=mask.dtype)]), [*index, "z"]
+    )
+    theirs, _ = core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(
+        rewards.clone(), mask, index
+    )
+    torch.testing.assert_close(ours[:-1], theirs, atol=1e-4, rtol=1e-4)
+    assert torch.equal(ours[-1], torch.zeros_like(ours[-1]))

@@ -25,6 +25,11 @@ conventions (see ``verl/trainer/ppo/core_algos.py``):
 
 The group statistics come from grpo-fast's Rust core (:func:`grpo_fast.compute_advantages`);
 this module only adapts conventions and spreads the result over the tokens.
+Two differences remain, both where verl's numbers are an accident of float32:
+a group whose scores are all equal gets exactly 0 (verl computes its mean in
+float32, so e.g. three scores of 0.3 can leave a residue of ~1e-8 that its
+``epsilon`` of 1e-6 blows up to ~0.01), and a NaN score is unscorable: it gets
+0 and stays out of its group's statistics (verl spreads the NaN over the group).
 
 When verl is importable, importing this module also registers the estimators
 in verl's registry as ``grpo_fast_grpo``, ``grpo_fast_grpo_vectorized``,
@@ -105,7 +110,10 @@ def _group_centred(
     scores: Any, index: Any, *, scale: str, epsilon: float, estimator: str = "grpo"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Core advantages, the scores as float64 numpy, and each response's group size."""
-    s = scores.cpu().numpy()
+    import torch
+
+    s = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
+    s = s.cpu().numpy()
     out = compute_advantages(s, index, estimator=estimator, scale=scale, eps=epsilon)
     size = out.size[out.group_index]
     return out.advantages.astype(np.float64), s.astype(np.float64), size
@@ -141,7 +149,7 @@ def compute_grpo_outcome_advantage(
     _check_index(index, scores.shape[0])
     scale = "group" if norm_adv_by_std_in_grpo else "none"
     adv, s, size = _group_centred(scores, index, scale=scale, epsilon=epsilon)
-    single = size == 1
+    single = (size == 1) & ~np.isnan(s)
     adv[single] = s[single] / (1.0 + epsilon) if norm_adv_by_std_in_grpo else s[single]
     return _spread(adv, scores, response_mask)
 
@@ -176,7 +184,7 @@ def compute_rloo_outcome_advantage(
     scores = _scores(token_level_rewards, response_mask)
     _check_index(index, scores.shape[0])
     adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon, estimator="rloo")
-    single = size == 1
+    single = (size == 1) & ~np.isnan(s)
     adv[single] = s[single]
     return _spread(adv, scores, response_mask)
 
@@ -215,10 +223,12 @@ def compute_reinforce_plus_plus_baseline_outcome_advantage(
     scores = _scores(token_level_rewards, response_mask)
     _check_index(index, scores.shape[0])
     adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon)
-    single = size == 1
+    single = (size == 1) & ~np.isnan(s)
     adv[single] = s[single]
     centred, _ = _spread(adv, scores, response_mask)
-    mask = response_mask.to(centred.dtype)
+    # Unscorable (NaN) responses stay out of the whitening statistics and get 0.
+    scorable = torch.from_numpy(~np.isnan(s)).to(centred.device)
+    mask = response_mask.to(centred.dtype) * scorable.to(centred.dtype).unsqueeze(-1)
     n = mask.sum()
     if n < 2:
         raise InvalidInputError(
