@@ -22,6 +22,8 @@ pub(crate) enum Func {
     Ln,
     Exp,
     Abs,
+    Floor,
+    Ceil,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -80,6 +80,8 @@ fn func(f: Func) -> &'static str {
         Func::Ln => "log",
         Func::Exp => "exp",
         Func::Abs => "abs",
+        Func::Floor => "floor",
+        Func::Ceil => "ceiling",
     }
 }
 

@@ -571,6 +571,15 @@ impl<'a> Evaluator<'a> {
                 return q(c.re.abs());
             }
         }
+        if let (Func::Floor | Func::Ceil, V::Q(c)) = (func, &x) {
+            if c.is_real() {
+                return q(if func == Func::Floor {
+                    c.re.floor()
+                } else {
+                    c.re.ceil()
+                });
+            }
+        }
         if let (Func::Exp, V::Q(c)) = (func, &x) {
             if c.re.is_zero() && c.im.is_zero() {
                 return q(BigRational::one());
@@ -613,6 +622,8 @@ impl<'a> Evaluator<'a> {
             Func::Sinh => v.sinh(),
             Func::Cosh => v.cosh(),
             Func::Tanh => v.tanh(),
+            Func::Floor => v.floor(),
+            Func::Ceil => v.ceil(),
             _ => f64::NAN,
         };
         f(r)

@@ -102,7 +102,6 @@ const SPACING: &[&str] = &[
     "mathbf",
     "mathit",
     "mathsf",
-    "mathbb",
     "mathcal",
     "bm",
     "boldsymbol",
@@ -329,6 +328,10 @@ impl<'a> Lexer<'a> {
             '∪' => T::Cmd("cup"),
             '∩' => T::Cmd("cap"),
             '…' => T::Ellipsis,
+            '⌊' => T::Cmd("lfloor"),
+            '⌋' => T::Cmd("rfloor"),
+            '⌈' => T::Cmd("lceil"),
+            '⌉' => T::Cmd("rceil"),
             '²' => {
                 self.push(T::P('^'))?;
                 T::Num(BigRational::from_integer(2.into()), false, "2".into())
@@ -444,6 +447,25 @@ impl<'a> Lexer<'a> {
                 self.push(T::Cmd("sqrt"))?;
                 return self.braced_args(end, 1);
             }
+            "mathbb" => {
+                let save = self.pos;
+                if self.group_text(end)?.trim() == "R" {
+                    // The real line.
+                    for t in [
+                        T::P('('),
+                        T::P('-'),
+                        T::Cmd("infty"),
+                        T::P(','),
+                        T::Cmd("infty"),
+                    ] {
+                        self.push(t)?;
+                    }
+                    return self.push(T::P(')'));
+                }
+                self.pos = save;
+                self.space = true;
+                return Ok(());
+            }
             "text" | "textbf" | "textit" | "textrm" | "textnormal" | "mbox" | "textsf"
             | "texttt" | "emph" | "mathtt" => return self.text(end),
             "begin" | "end" => {
@@ -479,7 +501,10 @@ impl<'a> Lexer<'a> {
             "rbrace" => T::SetClose,
             "langle" => T::P('('),
             "rangle" => T::P(')'),
-            "lfloor" | "rfloor" | "lceil" | "rceil" => return Ok(()),
+            "lfloor" => T::Cmd("lfloor"),
+            "rfloor" => T::Cmd("rfloor"),
+            "lceil" => T::Cmd("lceil"),
+            "rceil" => T::Cmd("rceil"),
             "dots" | "ldots" | "cdots" | "dotsc" | "dotsb" | "cdot s" => T::Ellipsis,
             "infty" | "infinity" => T::Cmd("infty"),
             "pi" => T::Cmd("pi"),

@@ -263,6 +263,27 @@ fn fold_matrices(node: Node) -> Node {
             }
             Node::Matrix(acc)
         }
+        // A scalar times a matrix (`2\begin{pmatrix}...`).
+        Node::Mul(v)
+            if v.len() == 2
+                && !matches!(v[0], Node::Matrix(_))
+                && !v[0].is_structure()
+                && matches!(v[1], Node::Matrix(_)) =>
+        {
+            let mut it = v.into_iter();
+            let (Some(k), Some(Node::Matrix(m))) = (it.next(), it.next()) else {
+                return Node::Ellipsis;
+            };
+            Node::Matrix(
+                m.into_iter()
+                    .map(|row| {
+                        row.into_iter()
+                            .map(|x| Node::Mul(vec![k.clone(), x]))
+                            .collect()
+                    })
+                    .collect(),
+            )
+        }
         Node::Mul(v) if v.len() >= 2 && v.iter().all(|x| matches!(x, Node::Matrix(_))) => {
             let mut it = v.into_iter();
             let Some(Node::Matrix(mut acc)) = it.next() else {

@@ -126,6 +126,8 @@ impl<'a> Parser<'a> {
                         | T::P('&')
                         | T::RowSep
                         | T::End(_)
+                        | T::Cmd("rfloor")
+                        | T::Cmd("rceil")
                 ) || (matches!(t, T::P('|')) && self.abs_depth > 0)
             }
         }
@@ -156,7 +158,8 @@ impl<'a> Parser<'a> {
                         | "exp"
                         | "lg"
                 );
-                !(matches!(*c, "cup" | "cap" | "choose") || func && self.fn_arg)
+                !(matches!(*c, "cup" | "cap" | "choose" | "rfloor" | "rceil")
+                    || func && self.fn_arg)
             }
             _ => false,
         }
@@ -338,8 +341,12 @@ impl<'a> Parser<'a> {
                 Ok(left)
             }
             _ => {
-                // Juxtaposition: `2x`, `2\sqrt2`, `(a+5)(b+2)`.
+                // Juxtaposition: `2x`, `2\sqrt2`, `(a+5)(b+2)`; a unit in
+                // braces (`14 \mathrm{cm}`) is decoration.
                 let right = self.expr(9)?;
+                if matches!(right, Node::Text(_)) && !matches!(left, Node::Text(_)) {
+                    return Ok(left);
+                }
                 Ok(mul(left, right))
             }
         }
@@ -574,7 +581,20 @@ impl<'a> Parser<'a> {
             "infty" => Ok(Node::Inf),
             "emptyset" => Ok(Node::Set(vec![])),
             "sum" | "prod" => self.big_op(c == "sum"),
-            "cup" | "cap" | "choose" => unparseable(c),
+            "lfloor" | "lceil" => {
+                let saved = self.abs_depth;
+                self.abs_depth = 0;
+                let inner = self.expr(0)?;
+                self.abs_depth = saved;
+                let (close, f) = if c == "lfloor" {
+                    ("rfloor", Func::Floor)
+                } else {
+                    ("rceil", Func::Ceil)
+                };
+                self.expect(&T::Cmd(close))?;
+                Ok(Node::Func(f, Box::new(inner)))
+            }
+            "cup" | "cap" | "choose" | "rfloor" | "rceil" => unparseable(c),
             f => self.function(f),
         }
     }
