@@ -142,8 +142,9 @@ fn write_node(s: &mut String, n: &Node, prec: u8) {
                 write_node(s, t, 2);
             }
         }),
-        Node::Div(a, b) => wrap(s, prec >= 2, &|s| {
-            write_node(s, a, 2);
+        Node::Div(a, b) => wrap(s, prec >= 3, &|s| {
+            let num_prec = if matches!(**a, Node::Num(..)) { 1 } else { 2 };
+            write_node(s, a, num_prec);
             s.push('/');
             write_node(s, b, 3);
         }),
