@@ -143,7 +143,12 @@ fn write_node(s: &mut String, n: &Node, prec: u8) {
             }
         }),
         Node::Div(a, b) => wrap(s, prec >= 3, &|s| {
-            let num_prec = if matches!(**a, Node::Num(..)) { 1 } else { 2 };
+            let plain = |n: &Node| matches!(n, Node::Num(..) | Node::Sym(_));
+            let num_prec = match &**a {
+                Node::Neg(x) if plain(x) => 1,
+                x if plain(x) => 1,
+                _ => 2,
+            };
             write_node(s, a, num_prec);
             s.push('/');
             write_node(s, b, 3);

@@ -151,3 +151,68 @@ fn semantics_examples() {
     assert!(eq("99,100", "99100"));
     assert!(!eq("99,100,1000", "991001000"));
 }
+
+fn show(s: &str) -> String {
+    parse(s, &ParseOptions::default()).unwrap().to_string()
+}
+
+#[test]
+fn display_is_canonical_and_readable() {
+    assert_eq!(show("\\frac{-10}{9}"), "-10/9");
+    assert_eq!(show("1,080"), "1080");
+    assert_eq!(show("0.50"), "0.5");
+    assert_eq!(show("[0,1)"), "[0, 1)");
+    assert_eq!(show("\\{1, 2\\}"), "{1, 2}");
+    assert_eq!(show("x \\ge 2"), "x >= 2");
+    assert_eq!(show("\\sqrt{2}"), "sqrt(2)");
+    assert_eq!(
+        show("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}"),
+        "Matrix([[1, 2], [3, 4]])"
+    );
+}
+
+#[test]
+fn kinds() {
+    let kind = |s: &str| parse(s, &ParseOptions::default()).unwrap().kind();
+    assert_eq!(kind("\\frac12"), "number");
+    assert_eq!(kind("x^2+1"), "expression");
+    assert_eq!(kind("y = 2x"), "relation");
+    assert_eq!(kind("(1,2)"), "tuple");
+    assert_eq!(kind("\\{1,2\\}"), "set");
+    assert_eq!(kind("[1,2]"), "interval");
+    assert_eq!(kind("1, 2"), "list");
+    assert_eq!(kind("\\text{Monday}"), "text");
+}
+
+#[test]
+fn rejections_say_why() {
+    let p = ParseOptions::default();
+    assert_eq!(parse("", &p), Err(Rejection::Empty));
+    assert!(matches!(
+        parse("\\frac{1}{", &p),
+        Ok(_) | Err(Rejection::Unparseable(_))
+    ));
+    assert!(matches!(
+        parse(&"9".repeat(500), &p),
+        Err(Rejection::OverBudget(_))
+    ));
+    assert!(matches!(
+        parse("11 6/6", &p),
+        Err(Rejection::Unparseable(_))
+    ));
+    let err = parse(&"{".repeat(200), &p).unwrap_err();
+    assert!(err.to_string().starts_with("over budget"), "{err}");
+}
+
+#[test]
+fn collections() {
+    let p = ParseOptions::default();
+    let boxes =
+        |parts: &[&str]| Value::collection(parts.iter().map(|s| parse(s, &p).unwrap()).collect());
+    let o = CompareOptions::default();
+    let gold = parse("(2,2), (6,2)", &p).unwrap();
+    assert!(equivalent(&gold, &boxes(&["(6,2)", "(2,2)"]), &o));
+    let single = parse("391", &p).unwrap();
+    assert!(!equivalent(&single, &boxes(&["381", "391", "401"]), &o));
+    assert!(equivalent(&single, &boxes(&["391", "391"]), &o));
+}
