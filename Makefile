@@ -28,7 +28,7 @@ develop: $(STAMP) ## build the Rust extension (release) into .venv
 	@# flock: two builds installing into one venv at once corrupt its metadata.
 	flock $(VENV)/.develop.lock $(VENV)/bin/maturin develop --release --quiet
 
-test-rust: ## cargo fmt --check, clippy -D warnings, cargo test
+test-rust: $(STAMP) ## cargo fmt --check, clippy -D warnings, cargo test (pyo3 needs the venv's Python)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace
