@@ -188,17 +188,13 @@ pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracte
 }
 
 // Marker patterns; the index is the pattern id of the automaton.
-const BOXED: usize = 0;
-const FBOX: usize = 1;
-const TAG_OPEN: usize = 2;
-const TAG_CLOSE: usize = 3;
-const FINAL_ANSWER: usize = 4;
-const GSM8K: usize = 5;
-const ANSWER_COLON: usize = 6;
-const ANSWER_IS: usize = 7;
-const PATTERNS: [&str; 8] = [
-    "\\boxed",
-    "\\fbox",
+const TAG_OPEN: usize = 0;
+const TAG_CLOSE: usize = 1;
+const FINAL_ANSWER: usize = 2;
+const GSM8K: usize = 3;
+const ANSWER_COLON: usize = 4;
+const ANSWER_IS: usize = 5;
+const PATTERNS: [&str; 6] = [
     "<answer>",
     "</answer>",
     "final answer is",
@@ -219,40 +215,77 @@ fn markers() -> &'static AhoCorasick {
     })
 }
 
-/// The marker positions of one text, found in one pass.
-struct Scan<'a> {
-    text: &'a str,
-    /// Start of every `\boxed` / `\fbox` and the length of its keyword.
-    boxes: Vec<(usize, usize)>,
-    /// End of the last match of each non-box pattern.
+fn box_finders() -> &'static [memmem::Finder<'static>; 2] {
+    static F: OnceLock<[memmem::Finder<'static>; 2]> = OnceLock::new();
+    F.get_or_init(|| {
+        [
+            memmem::Finder::new("\\boxed"),
+            memmem::Finder::new("\\fbox"),
+        ]
+    })
+}
+
+/// The last occurrence of each line marker and the last `<answer>` pair.
+struct Markers {
+    /// End of the last match of each pattern.
     last_end: [Option<usize>; PATTERNS.len()],
     /// The last closed `<answer>…</answer>` pair: (content start, content end).
     last_tag: Option<(usize, usize)>,
 }
 
-impl<'a> Scan<'a> {
-    fn new(text: &'a str) -> Self {
-        let mut scan = Scan {
-            text,
-            boxes: Vec::new(),
+impl Markers {
+    fn new(text: &str) -> Self {
+        let mut m = Markers {
             last_end: [None; PATTERNS.len()],
             last_tag: None,
         };
-        for m in markers().find_iter(text) {
-            let id = m.pattern().as_usize();
-            match id {
-                BOXED | FBOX => scan.boxes.push((m.start(), m.len())),
-                _ => {
-                    scan.last_end[id] = Some(m.end());
-                    if id == TAG_CLOSE {
-                        if let Some(open) = scan.last_end[TAG_OPEN].take() {
-                            scan.last_tag = Some((open, m.start()));
-                        }
-                    }
+        for hit in markers().find_iter(text) {
+            let id = hit.pattern().as_usize();
+            m.last_end[id] = Some(hit.end());
+            if id == TAG_CLOSE {
+                if let Some(open) = m.last_end[TAG_OPEN].take() {
+                    m.last_tag = Some((open, hit.start()));
                 }
             }
         }
-        scan
+        m
+    }
+}
+
+/// What the rules read of one text. Boxes come from SIMD substring search;
+/// the other markers from one Aho-Corasick pass, run only when a rule asks
+/// (a boxed completion never pays for it).
+struct Scan<'a> {
+    text: &'a str,
+    /// Start of every `\boxed` / `\fbox` and the length of its keyword, in order.
+    boxes: Vec<(usize, usize)>,
+    markers: std::cell::OnceCell<Markers>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(text: &'a str) -> Self {
+        let [boxed, fbox] = box_finders();
+        let mut boxes: Vec<(usize, usize)> = boxed
+            .find_iter(text.as_bytes())
+            .map(|at| (at, boxed.needle().len()))
+            .collect();
+        let before = boxes.len();
+        boxes.extend(
+            fbox.find_iter(text.as_bytes())
+                .map(|at| (at, fbox.needle().len())),
+        );
+        if boxes.len() > before && before > 0 {
+            boxes.sort_unstable();
+        }
+        Scan {
+            text,
+            boxes,
+            markers: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn markers(&self) -> &Markers {
+        self.markers.get_or_init(|| Markers::new(self.text))
     }
 
     fn apply(&self, rule: Rule, opts: &ExtractOptions) -> Option<Extracted<'a>> {
@@ -343,7 +376,7 @@ impl<'a> Scan<'a> {
 
     /// The content of the last closed `<answer>…</answer>` pair.
     fn answer_tag(&self) -> Option<&'a str> {
-        let (start, end) = self.last_tag?;
+        let (start, end) = self.markers().last_tag?;
         Some(self.text[start..end].trim())
     }
 
@@ -352,7 +385,7 @@ impl<'a> Scan<'a> {
     /// A value that is prose (`Answer: The largest $n$ is 34.`) gives way to
     /// the last mathematical value inside it.
     fn after(&self, id: usize) -> Option<&'a str> {
-        let v = marker_value(self.text, self.last_end[id]?)?;
+        let v = marker_value(self.text, self.markers().last_end[id]?)?;
         if looks_like_an_answer(v) {
             return Some(v);
         }

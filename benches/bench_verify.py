@@ -1,0 +1,198 @@
+"""Answer verification: grpo-fast against math-verify on the same pairs, same run.
+
+Workloads:
+- the conformance suite (``/work/shared/conformance/math_verify_suite.jsonl``,
+  or ``GRPO_FAST_CONFORMANCE``): every (gold, pred) pair, one core;
+- 2,000-character completions (prose, inline math, numbers) ending in a boxed
+  answer, one core; grpo-fast's per-item median is reported in µs;
+- batch throughput of ``verify_batch`` at 1, 2, ... threads (scaling).
+
+Goals (issue "The verifier"): >= 1,000x math-verify's single-core throughput
+on the suite; <= 5 µs median per 2,000-char completion on one core; batch
+throughput scaling with threads.
+
+Run with ``make bench`` (pytest-benchmark; ratios are printed by
+benches/conftest.py), or ``python benches/bench_verify.py`` for a plain
+summary with the ratios and per-item times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+import grpo_fast
+
+SUITE = Path(
+    os.environ.get("GRPO_FAST_CONFORMANCE", "/work/shared/conformance/math_verify_suite.jsonl")
+)
+WORDS = (
+    "we first note that the sum of the two terms is equal to the product so "
+    "dividing both sides gives us a cleaner form and then substituting back yields"
+).split()
+
+
+def suite_pairs() -> list[tuple[str, str]]:
+    if not SUITE.exists():
+        pytest.skip(f"conformance suite not found at {SUITE}")
+    rows = [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
+    return [(r["gold"], r["pred"]) for r in rows]
+
+
+def long_completions(n: int, length: int = 2_000, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Completions of about ``length`` characters ending in a boxed fraction."""
+    rng = random.Random(seed)
+    preds, golds = [], []
+    for _ in range(n):
+        parts: list[str] = []
+        size = 0
+        while size < length - 40:
+            r = rng.random()
+            if r < 0.1:
+                piece = (
+                    f"${rng.randint(1, 99)} \\cdot {rng.randint(1, 99)} = x_{rng.randint(1, 9)}$"
+                )
+            elif r < 0.2:
+                piece = str(rng.randint(0, 10_000))
+            else:
+                piece = rng.choice(WORDS)
+            parts.append(piece)
+            size += len(piece) + 1
+        a, b = rng.randint(1, 999), rng.randint(1, 999)
+        text = " ".join(parts) + f". Therefore the answer is $\\boxed{{\\frac{{{a}}}{{{b}}}}}$."
+        preds.append(text)
+        golds.append(f"\\frac{{{a}}}{{{b}}}")
+    return golds, preds
+
+
+def _math_verify():
+    return pytest.importorskip("math_verify")
+
+
+def mv_verify_all(mv, pairs):
+    out = []
+    for g, p in pairs:
+        try:
+            out.append(bool(mv.verify(mv.parse(g), mv.parse(p))))
+        except Exception:
+            out.append(False)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = grpo_fast.get_num_threads()
+    grpo_fast.set_num_threads(1)
+    yield
+    grpo_fast.set_num_threads(before)
+
+
+@pytest.mark.parametrize("impl", ["grpo-fast", "grpo-fast scalar loop", "math-verify"])
+def test_suite_one_core(benchmark, impl):
+    pairs = suite_pairs()
+    golds, preds = [g for g, _ in pairs], [p for _, p in pairs]
+    benchmark.group = f"conformance suite, {len(pairs)} pairs, one core"
+    benchmark.extra_info["impl"] = impl
+    if impl == "grpo-fast":
+        benchmark(grpo_fast.verify_batch, golds, preds)
+    elif impl == "grpo-fast scalar loop":
+        benchmark(lambda: [grpo_fast.verify(g, p) for g, p in pairs])
+    else:
+        mv = _math_verify()
+        benchmark.pedantic(mv_verify_all, args=(mv, pairs), rounds=2, iterations=1)
+
+
+@pytest.mark.parametrize("impl", ["grpo-fast", "math-verify"])
+def test_long_completions_one_core(benchmark, impl):
+    n = 2_000 if impl == "grpo-fast" else 100
+    golds, preds = long_completions(n)
+    benchmark.group = "2,000-char completions ending in a box, per item, one core"
+    benchmark.extra_info["impl"] = impl
+    if impl == "grpo-fast":
+        out = benchmark(grpo_fast.verify_batch, golds, preds)
+        assert out.tolist() == [1.0] * n
+    else:
+        mv = _math_verify()
+        out = benchmark.pedantic(
+            mv_verify_all, args=(mv, list(zip(golds, preds, strict=True))), rounds=1, iterations=1
+        )
+    # pytest-benchmark compares batch times; the per-item figure is the same ratio.
+    benchmark.extra_info["items"] = n
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_batch_thread_scaling(benchmark, threads):
+    golds, preds = long_completions(4_000)
+    grpo_fast.set_num_threads(threads)
+    benchmark.group = "verify_batch, 4,000 x 2,000-char completions, threads"
+    benchmark.extra_info["impl"] = "grpo-fast" if threads == 1 else f"grpo-fast {threads} threads"
+    benchmark(grpo_fast.verify_batch, golds, preds)
+
+
+# ---------------------------------------------------------------- script mode
+
+
+def _median(fn, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _row(name: str, seconds_per_item: float, note: str = "") -> None:
+    rate = 1 / seconds_per_item
+    print(f"  {name:<28} {seconds_per_item * 1e6:10.2f} µs/item {rate:12,.0f}/s  {note}")
+
+
+def main() -> None:
+    import math_verify as mv
+
+    grpo_fast.set_num_threads(1)
+    pairs = suite_pairs()
+    golds, preds = [g for g, _ in pairs], [p for _, p in pairs]
+    ours = _median(lambda: grpo_fast.verify_batch(golds, preds), 21) / len(pairs)
+    theirs = _median(lambda: mv_verify_all(mv, pairs), 3) / len(pairs)
+    print(f"conformance suite ({len(pairs)} pairs), one core:")
+    _row("grpo-fast verify_batch", ours)
+    _row("math-verify", theirs)
+    print(f"  ratio {theirs / ours:,.0f}x (goal >= 1,000x)")
+
+    n = 2_000
+    golds, preds = long_completions(n)
+    batch = _median(lambda: grpo_fast.verify_batch(golds, preds), 11) / n
+    extract = _median(lambda: [grpo_fast.extract_answer(p) for p in preds], 5) / n
+    single = []
+    for g, p in zip(golds[:500], preds[:500], strict=True):
+        t = time.perf_counter_ns()
+        grpo_fast.verify(g, p)
+        single.append((time.perf_counter_ns() - t) * 1e-9)
+    mv_n = 100
+    sub = list(zip(golds[:mv_n], preds[:mv_n], strict=True))
+    mv_time = _median(lambda: mv_verify_all(mv, sub), 1) / mv_n
+    print(f"2,000-char completions ending in a box ({n}), one core:")
+    _row("grpo-fast verify_batch", batch, "(goal <= 5 µs)")
+    _row("grpo-fast verify, median", statistics.median(single), "(one call each, Python)")
+    _row("grpo-fast extract_answer", extract, "(one call each, Python)")
+    _row("math-verify", mv_time)
+    print(f"  ratio {mv_time / batch:,.0f}x")
+
+    golds, preds = long_completions(8_000)
+    base = None
+    print("verify_batch thread scaling (8,000 x 2,000 chars):")
+    for threads in sorted({1, 2, 4, os.cpu_count() or 1}):
+        grpo_fast.set_num_threads(threads)
+        t = _median(lambda: grpo_fast.verify_batch(golds, preds), 7)
+        base = base or t
+        print(f"  {threads:3d} threads {len(preds) / t:12,.0f} items/s  speedup {base / t:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
