@@ -591,8 +591,13 @@ impl<'a> Lexer<'a> {
             self.pos = close;
             return Ok(());
         }
-        if !inner.bytes().any(|b| b.is_ascii_alphabetic()) || inner.contains('\\') {
-            // `\text{13}`, `\text{$x$}`: mathematics inside text.
+        let numeric_start = inner
+            .trim_start_matches(['-', '+', '$'])
+            .starts_with(|c: char| c.is_ascii_digit());
+        if !inner.bytes().any(|b| b.is_ascii_alphabetic()) || inner.contains('\\') || numeric_start
+        {
+            // `\text{13}`, `\text{$x$}`, `\text{3 hours}`: mathematics
+            // inside text.
             self.pos = open + 1;
             self.run(close - 1)?;
             self.pos = close;
