@@ -135,13 +135,17 @@ def test_sampler_logprobs_match_forward(tmp_path):
     assert len(comp) == 12 and comp.n == 4
     with torch.no_grad():
         ref = reference_logp(trainer.model, comp.prompt_ids, comp.completion_ids)
-        ids, attn, cmask = trainer._pack(comp)
-        packed, _, mask = trainer._logprobs(trainer.model, ids, attn, cmask)
+        shared, _, mask = trainer._logprobs(trainer.model, *trainer._pack(comp))
+        trainer.config.share_prompt_prefix = False
+        full, _, mask2 = trainer._logprobs(trainer.model, *trainer._pack(comp))
+    assert torch.equal(mask, mask2)
     for i, (lp, r) in enumerate(zip(comp.logprobs, ref, strict=True)):
         np.testing.assert_allclose(lp, r.numpy(), rtol=1e-4, atol=1e-5)
-        # Left-padded batch forward gives the same values as unpadded rows.
-        got = packed[i][mask[i]].numpy()
-        np.testing.assert_allclose(got, r.numpy(), rtol=1e-4, atol=1e-5)
+        # Padded batch forwards (prompt KV shared per group, or one row each)
+        # give the same values as unpadded rows.
+        for packed in (shared, full):
+            got = packed[i][mask[i]].numpy()
+            np.testing.assert_allclose(got, r.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def _comparable(records):

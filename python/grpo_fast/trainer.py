@@ -98,6 +98,10 @@ class TrainerConfig:
         default=0.0, metadata=_doc("KL penalty weight; > 0 loads a frozen reference model")
     )
     kl: str = field(default="k3", metadata=_doc("KL estimator: k1, k2 or k3"))
+    share_prompt_prefix: bool = field(
+        default=True,
+        metadata=_doc("run each prompt once per group and share its KV cache with its G samples"),
+    )
     num_iterations: int = field(
         default=1, metadata=_doc("optimizer passes over each generation batch (old log-probs kept)")
     )
@@ -132,7 +136,12 @@ class TrainerConfig:
     )
     seed: int = field(default=0, metadata=_doc("seed of prompt order, sampling and init"))
     device: str = field(default="auto", metadata=_doc("'auto', 'cpu', 'cuda', 'cuda:1', ..."))
-    torch_threads: int = field(default=0, metadata=_doc("torch CPU threads (0 = torch's default)"))
+    torch_threads: int = field(
+        default=0,
+        metadata=_doc(
+            "torch CPU threads (0 = auto: 1 for a model under 10M parameters on the CPU)"
+        ),
+    )
     progress: bool = field(default=True, metadata=_doc("show a progress bar"))
     plot: bool = field(default=True, metadata=_doc("write curves.png at each evaluation"))
 
@@ -354,6 +363,11 @@ class Trainer:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "left"
         self.model.to(self.device).train()
+        if not cfg.torch_threads and self.device.type == "cpu":
+            # A tiny model's ops are too small to split: extra threads only add
+            # synchronisation (and contend with the Rust pool and other processes).
+            if sum(p.numel() for p in self.model.parameters()) < 10_000_000:
+                torch.set_num_threads(1)
         self.ref_model = None
         if cfg.beta > 0:
             self.ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
@@ -500,20 +514,20 @@ class Trainer:
         n = len(batch.rewards)
         if n == 0:  # dynamic sampling found nothing to learn from
             return {"loss": 0.0}
-        ids, attn, cmask = self._pack(batch.completions)
+        packed = self._pack(batch.completions)
         adv = torch.as_tensor(batch.advantages, dtype=torch.float32, device=self.device)
         with torch.no_grad():
             if cfg.num_iterations > 1:
-                batch.old_logp = self._logprobs(self.model, ids, attn, cmask)[0]
+                batch.old_logp = self._logprobs(self.model, *packed)[0]
             if self.ref_model is not None:
-                batch.ref_logp = self._logprobs(self.ref_model, ids, attn, cmask)[0]
+                batch.ref_logp = self._logprobs(self.ref_model, *packed)[0]
         chunk = n // cfg.grad_accum_steps if n % cfg.grad_accum_steps == 0 else n
         sums: dict[str, float] = {}
         count = 0
         for _ in range(cfg.num_iterations):
             for s in range(0, n, chunk):
                 rows = slice(s, s + chunk)
-                logp, entropy, mask = self._logprobs(self.model, ids, attn, cmask, rows)
+                logp, entropy, mask = self._logprobs(self.model, *packed, rows)
                 old = logp.detach() if batch.old_logp is None else batch.old_logp[rows]
                 ref = None if batch.ref_logp is None else batch.ref_logp[rows]
                 loss, m = policy_loss(
@@ -557,53 +571,92 @@ class Trainer:
         return out
 
     # ------------------------------------------------------------------ tensors
-    def _pack(self, comp: Any) -> tuple[Any, Any, Any]:
-        """Left-padded ``prompt + completion`` rows and the completion-token mask."""
+    def _pack(self, comp: Any) -> tuple[Any, Any, Any, Any]:
+        """Prompts left-padded ``[N, Lp]`` and completions right-padded ``[N, Tc]``, with masks.
+
+        Side by side they form one row per completion,
+        ``[pad.. prompt | completion ..pad]``; all outputs of :meth:`_logprobs`
+        are ``[N, Tc]``, aligned with the completion tensor.
+        """
         import torch
 
-        seqs = [p + c for p, c in zip(comp.prompt_ids, comp.completion_ids, strict=True)]
-        width = max(len(s) for s in seqs)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-        attn = torch.zeros((len(seqs), width), dtype=torch.long)
-        cmask = torch.zeros((len(seqs), width), dtype=torch.bool)
-        for i, (s, c) in enumerate(zip(seqs, comp.completion_ids, strict=True)):
-            ids[i, width - len(s) :] = torch.tensor(s)
-            attn[i, width - len(s) :] = 1
-            if c:
-                cmask[i, width - len(c) :] = True
-        return ids.to(self.device), attn.to(self.device), cmask.to(self.device)
+        def pad(rows: list[list[int]], left: bool) -> tuple[Any, Any]:
+            width = max(1, max(len(r) for r in rows))
+            ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for i, r in enumerate(rows):
+                if r:
+                    cols = slice(width - len(r), width) if left else slice(0, len(r))
+                    ids[i, cols] = torch.tensor(r)
+                    mask[i, cols] = 1
+            return ids.to(self.device), mask.to(self.device)
+
+        pid, pmask = pad(comp.prompt_ids, left=True)
+        cid, cmask = pad(comp.completion_ids, left=False)
+        return pid, pmask, cid, cmask.bool()
 
     def _logprobs(
-        self, model: Any, ids: Any, attn: Any, cmask: Any, rows: slice = slice(None)
+        self, model: Any, pid: Any, pmask: Any, cid: Any, cmask: Any, rows: slice = slice(None)
     ) -> tuple[Any, Any, Any]:
-        """Log-probs, entropies and mask ``[B, T]`` of the completion tokens of ``rows``.
+        """Log-probs, entropies and mask ``[B, Tc]`` of the completion tokens of ``rows``.
 
-        T is the batch's widest completion, so every chunk of rows has the same shape.
         Goes through the decoder's last hidden state and the chunked
-        ``token_logprobs`` so the ``[B, T, V]`` logits never exist at once.
+        ``token_logprobs``, so the ``[B, T, V]`` logits never exist at once.
+        With ``share_prompt_prefix`` (and rows that are whole groups of G
+        completions of one prompt, as the trainer's batches are) each prompt
+        runs through the model once and its key/value cache, repeated G times,
+        serves the G completions: the prompt's share of the forward and
+        backward work drops by G.
         """
         from grpo_fast.logprobs import token_logprobs
 
-        T = int(cmask.sum(-1).max())
-        ids, attn, cmask = ids[rows], attn[rows], cmask[rows]
-        position_ids = (attn.cumsum(-1) - 1).clamp(min=0)
+        pid, pmask, cid, cmask = pid[rows], pmask[rows], cid[rows], cmask[rows]
+        G = self.config.num_generations
         decoder = getattr(model, model.base_model_prefix)
-        hidden = decoder(input_ids=ids, attention_mask=attn, position_ids=position_ids)
-        hidden = hidden.last_hidden_state[:, :-1]
+        ppos = (pmask.cumsum(-1) - 1).clamp(min=0)
+        n, Tc = cid.shape
+        grouped = self.config.share_prompt_prefix and n % G == 0 and _cache_kwarg(decoder)
+        if grouped:
+            out = decoder(
+                input_ids=pid[::G],
+                attention_mask=pmask[::G],
+                position_ids=ppos[::G],
+                use_cache=True,
+            )
+            first = out.last_hidden_state[:, -1:].repeat_interleave(G, 0)
+            parts = [first]
+            if Tc > 1:
+                cache = getattr(out, grouped)
+                cache.batch_repeat_interleave(G)
+                attn = torch_cat([pmask, cmask.long()])[:, :-1]
+                cpos = ppos[:, -1:] + 1 + _arange_like(cid)[:, :-1]
+                rest = decoder(
+                    input_ids=cid[:, :-1],
+                    attention_mask=attn,
+                    position_ids=cpos,
+                    use_cache=True,
+                    **{grouped: cache},
+                )
+                parts.append(rest.last_hidden_state)
+            hidden = torch_cat(parts)
+        else:
+            ids = torch_cat([pid, cid])
+            attn = torch_cat([pmask, cmask.long()])
+            pos = (attn.cumsum(-1) - 1).clamp(min=0)
+            out = decoder(input_ids=ids, attention_mask=attn, position_ids=pos)
+            Lp = pid.shape[1]
+            hidden = out.last_hidden_state[:, Lp - 1 : Lp - 1 + Tc]
         head = model.get_output_embeddings()
-        targets = ids[:, 1:]
-        mask = cmask[:, 1:]
         logp, entropy = token_logprobs(
-            hidden[:, -T:],
+            hidden,
             head.weight,
-            targets[:, -T:],
+            cid,
             bias=head.bias,
             temperature=self.config.temperature,
-            mask=mask[:, -T:],
+            mask=cmask,
             return_entropy=True,
         )
-        return logp, entropy, mask[:, -T:]
+        return logp, entropy, cmask
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> float:
@@ -725,7 +778,7 @@ class Trainer:
                 f"this run has {self.dist.world}"
             )
         weights = load_file(path / "model.safetensors", device=str(self.device))
-        missing, unexpected = self.model.load_state_dict(weights, strict=True)
+        missing, unexpected = self.model.load_state_dict(weights, strict=False)
         # Tied embeddings are saved once; anything else missing is a real mismatch.
         if unexpected or any("lm_head" not in k for k in missing):
             raise InvalidInputError(f"checkpoint {path} does not match the model: {missing}")
@@ -748,6 +801,32 @@ class Trainer:
         random.seed(seed)
         np.random.seed(seed)  # noqa: NPY002 (user code may use it)
         torch.manual_seed(seed)
+
+
+def torch_cat(parts: list[Any]) -> Any:
+    import torch
+
+    return torch.cat(parts, dim=1)
+
+
+def _arange_like(ids: Any) -> Any:
+    import torch
+
+    return torch.arange(ids.shape[1], device=ids.device).expand(ids.shape[0], -1)
+
+
+_CACHE_KWARG: dict[type, str | None] = {}
+
+
+def _cache_kwarg(decoder: Any) -> str | None:
+    """Name of the decoder's key/value-cache argument (renamed ``cache`` in transformers 5.x)."""
+    import inspect
+
+    kind = type(decoder)
+    if kind not in _CACHE_KWARG:
+        params = inspect.signature(decoder.forward).parameters
+        _CACHE_KWARG[kind] = next((k for k in ("cache", "past_key_values") if k in params), None)
+    return _CACHE_KWARG[kind]
 
 
 def _lr_factor(step: int, warmup: int, total: int, schedule: str) -> float:
