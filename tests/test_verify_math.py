@@ -228,3 +228,57 @@ def test_scalar_verification_is_symmetric(a: int, b: int) -> None:
 def test_no_input_crashes(text: str) -> None:
     v = verify_detailed(text, text)
     assert isinstance(v.matched, bool)
+
+
+# Pairs where math-verify (the peer, parsed and verified the way its README
+# shows) and we must agree: ordinary answers written in different ways.
+PEER_PAIRS = [
+    (r"\frac{\sqrt{3}}{2}", r"\frac{1}{2}\sqrt{3}"),
+    (r"\frac{\sqrt{3}}{2}", "0.866"),
+    (r"\frac{\sqrt{3}}{2}", "0.8660254"),
+    (r"3\sqrt{2}", r"\sqrt{18}"),
+    (r"\frac{5}{2}", "2.5"),
+    (r"\$1,000", "1000"),
+    (r"50\%", "0.5"),
+    (r"50\%", "50"),
+    ("x^2 - 4", "(x-2)(x+2)"),
+    ("y = -2x + 4", "2x + y = 4"),
+    (r"\{2, 3\}", "2, 3"),
+    (r"\text{B}", "B"),
+    ("12", "12.00001"),
+    (r"\pi/2", "1.5708"),
+    (r"\frac{\pi}{4}", r"45^\circ"),
+    (r"\dbinom{6}{3}", "20"),
+    (r"\ln 2", "0.693147"),
+    (r"\log_{10} 1000", "3"),
+    ("x=2 \\text{ or } x=3", "2, 3"),
+    (r"\{-1, 1\}", r"\pm 1"),
+    (r"\frac{1}{3}", "0.333333"),
+    (r"\frac{2}{3}", "0.6667"),
+    (r"x \in (0, 1]", "(0,1]"),
+    (r"\cos 2x", r"\cos^2 x - \sin^2 x"),
+    (r"x^{\frac{1}{2}}", r"\sqrt{x}"),
+    ("(1,2,3)", "(3,2,1)"),
+    (r"\dfrac{\sqrt{5}-1}{2}", r"\frac{-1+\sqrt5}{2}"),
+    (r"\frac{7}{2}", r"3\tfrac{1}{2}"),
+    (r"1.23 \times 10^{4}", "12300"),
+    ("(x+1)^3", "x^3 + 3x^2 + 3x + 1"),
+    (r"\binom{n}{2}", r"\frac{n(n-1)}{2}"),
+    ("(-2, 2)", "-2 < x < 2"),
+    (r"\frac{3}{8}", r"37.5\%"),
+    ("a=1,b=2", "b=2,a=1"),
+    (r"\sqrt{50}", r"5\sqrt2"),
+    (r"\cos\frac{\pi}{3}", r"\frac12"),
+    (r"\arctan 1", r"\frac{\pi}{4}"),
+    (r"y \leq 2x", r"2x \geq y"),
+    ("x^2+y^2=1", "x^2+y^2=2"),
+    (r"\lfloor 3.7 \rfloor", "3"),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred"), PEER_PAIRS)
+def test_agrees_with_math_verify(gold: str, pred: str) -> None:
+    math_verify = pytest.importorskip("math_verify")
+    text = f"The answer is $\\boxed{{{pred}}}$."
+    theirs = math_verify.verify(math_verify.parse(f"${gold}$"), math_verify.parse(text))
+    assert verify(gold, text) is theirs
