@@ -194,6 +194,7 @@ impl<'a> Parser<'a> {
             )));
         }
         let mut left = self.nud()?;
+        let mut chain = 0usize;
         while let Some(t) = self.peek() {
             if self.at_terminator() {
                 break;
@@ -204,6 +205,24 @@ impl<'a> Parser<'a> {
             }
             self.tick()?;
             left = self.led(left, t, lbp)?;
+            // `a/b/c/...`, `5!!!` and `a ± b ± c` nest to the left without
+            // recursing here: count that nesting against the depth limit too.
+            if matches!(
+                left,
+                Node::Div(..)
+                    | Node::Fact(_)
+                    | Node::Percent(_)
+                    | Node::PlusMinus(..)
+                    | Node::Pow(..)
+            ) {
+                chain += 1;
+                if self.depth + chain > self.limits.max_depth {
+                    return Err(Rejection::OverBudget(format!(
+                        "nesting deeper than {}",
+                        self.limits.max_depth
+                    )));
+                }
+            }
         }
         self.depth -= 1;
         Ok(left)

@@ -216,3 +216,39 @@ fn collections() {
     assert!(!equivalent(&single, &boxes(&["381", "391", "401"]), &o));
     assert!(equivalent(&single, &boxes(&["391", "391"]), &o));
 }
+
+#[test]
+fn left_nesting_is_bounded() {
+    let p = ParseOptions::default();
+    for s in [
+        "1/".repeat(3000) + "1",
+        "5".to_string() + &"!".repeat(3000),
+        "1".to_string() + &"\\%".repeat(2000),
+        "1:".repeat(3000) + "1",
+    ] {
+        assert!(
+            matches!(parse(&s, &p), Err(Rejection::OverBudget(_))),
+            "{}",
+            &s[..20]
+        );
+    }
+    // Run on a small stack, as a worker thread might have.
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let p = ParseOptions::default();
+            let s = "\\frac{1}{".repeat(60) + "2" + &"}".repeat(60);
+            let nested_tuples = "(1,".repeat(60) + "1" + &")".repeat(60);
+            let nested_abs = "|x+".repeat(30) + "1" + &"|".repeat(30);
+            let powers = "2^{".repeat(60) + "1" + &"}".repeat(60);
+            for s in [s, nested_tuples, nested_abs, powers] {
+                if let Ok(v) = parse(&s, &p) {
+                    let _ = equivalent(&v, &v, &CompareOptions::default());
+                    let _ = v.to_string();
+                }
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
