@@ -282,3 +282,81 @@ def test_agrees_with_math_verify(gold: str, pred: str) -> None:
     text = f"The answer is $\\boxed{{{pred}}}$."
     theirs = math_verify.verify(math_verify.parse(f"${gold}$"), math_verify.parse(text))
     assert verify(gold, text) is theirs
+
+
+# Whole completions as models write them, with earlier values that are not
+# the answer; the gold is what the problem's solution says.
+COMPLETIONS = [
+    (
+        r"\frac{14}{3}",
+        "We evaluate each term: $f(-2)=\\frac{-8}{-4}=2$, $f(-1)=\\frac{-5}{-3}=\\frac53$ and "
+        "$f(0)=1$. Adding, $2+\\frac{5}{3}+1=\\boxed{\\frac{14}{3}}$.",
+        True,
+    ),
+    (
+        "3\\sqrt{13}",
+        "By the distance formula, $\\sqrt{6^2+(-9)^2}=\\sqrt{117}$, and since $117 = 9 \\cdot 13$ "
+        "the distance is $\\boxed{3\\sqrt{13}}$.",
+        True,
+    ),
+    (
+        "3\\sqrt{13}",
+        "By the distance formula the distance is $\\sqrt{117}$. So the answer is "
+        "$\\boxed{\\sqrt{117}}$.",
+        True,
+    ),
+    (
+        "3\\sqrt{13}",
+        "The distance is about $10.8$, so the answer is $\\boxed{10.8}$.",
+        False,
+    ),
+    (
+        "18",
+        "Janet's ducks lay 16 eggs per day. She eats 3 and bakes with 4, leaving 9 eggs, which "
+        "she sells at $2 each: 9 * 2 = 18.\n#### 18",
+        True,
+    ),
+    (
+        r"(-\infty, -2) \cup (3, \infty)",
+        "The quadratic $x^2 - x - 6 = (x-3)(x+2)$ is positive outside its roots, so the "
+        "solution is $x \\in \\boxed{(-\\infty,-2)\\cup(3,\\infty)}$.",
+        True,
+    ),
+    (
+        r"(-\infty, -2) \cup (3, \infty)",
+        "The roots are $-2$ and $3$, so the solution is $\\boxed{(-2, 3)}$.",
+        False,
+    ),
+    (
+        r"\text{(B)}",
+        "Checking each option, only (B) satisfies both conditions.\n\nFinal Answer: The final "
+        "answer is $\\text{(B)}$. I hope it is correct.",
+        True,
+    ),
+    (
+        "y = 2x + 1",
+        "The slope is $m = \\frac{5-3}{2-1} = 2$ and the intercept is $1$, so the line is "
+        "$\\boxed{y = 1 + 2x}$.",
+        True,
+    ),
+    (
+        "0.25",
+        "The probability is $\\frac{1}{2}\\cdot\\frac{1}{2} = \\boxed{\\frac14}$.",
+        True,
+    ),
+    (
+        r"\frac{1}{2^{99}}",
+        "Each step halves the value, 99 times in all, so the answer is $\\boxed{2^{-99}}$.",
+        True,
+    ),
+    (
+        r"\frac{1}{2^{99}}",
+        "Each step halves the value, 98 times in all, so the answer is $\\boxed{2^{-98}}$.",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("gold", "text", "expected"), COMPLETIONS)
+def test_whole_completions(gold: str, text: str, expected: bool) -> None:
+    assert verify(gold, text) is expected
