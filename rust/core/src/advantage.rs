@@ -326,6 +326,7 @@ fn group_acc<R: Reward>(x: &[R], lo: usize, threshold: f64, top2: bool, finite: 
 /// every loop is a straight vectorisable reduction over lane arrays.
 // Lane loops index several arrays in step, on purpose.
 #[allow(clippy::needless_range_loop)]
+#[inline(always)]
 fn finite_group_acc<R: Reward>(x: &[R], threshold: f64) -> Acc {
     const L: usize = 4;
     let mut sum = [0.0f64; L];
@@ -527,6 +528,71 @@ fn blocks<'a>(
     out
 }
 
+/// Group sizes with a kernel of their own: with the size a constant, each
+/// group's loops unroll into straight-line vector code.
+const UNIFORM_SIZES: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
+
+/// The common batch (every group the same small size, contiguous, no NaN) and a
+/// group-local estimator.
+fn uniform_size(groups: &Groups, params: &Params, finite: bool) -> Option<usize> {
+    let sizes = groups.sizes();
+    let g = *sizes.first()? as usize;
+    let eligible = finite
+        && groups.is_contiguous()
+        && !needs_batch(params)
+        && params.estimator != Estimator::GrpoPassk
+        && UNIFORM_SIZES.contains(&g)
+        && sizes.iter().all(|&s| s as usize == g);
+    eligible.then_some(g)
+}
+
+fn uniform<R: Reward, const G: usize>(
+    rewards: &[R],
+    params: &Params,
+    par: bool,
+    adv: &mut [f32],
+    keep: &mut [bool],
+) -> Vec<Acc> {
+    let t = params.success_threshold;
+    let one = |(x, a, k): (&[R], &mut [f32], &mut [bool])| -> Vec<Acc> {
+        let mut accs = Vec::with_capacity(x.len() / G);
+        for ((x, a), k) in x
+            .chunks_exact(G)
+            .zip(a.chunks_exact_mut(G))
+            .zip(k.chunks_exact_mut(G))
+        {
+            let acc = finite_group_acc::<R>(&x[..G], t);
+            let c = coeff(&acc, params, 0.0);
+            let signal = acc.has_signal();
+            if signal {
+                // In f32, four lanes wide; the statistics stay f64.
+                let (shift, mul) = (c.shift as f32, c.mul as f32);
+                for (a, r) in a[..G].iter_mut().zip(&x[..G]) {
+                    *a = (r.to_f64() as f32 - shift) * mul;
+                }
+            } else {
+                a[..G].fill(0.0);
+            }
+            k[..G].fill(signal);
+            accs.push(acc);
+        }
+        accs
+    };
+    const GROUPS_PER_BLOCK: usize = 2048;
+    let block = G * GROUPS_PER_BLOCK;
+    if par {
+        rewards
+            .par_chunks(block)
+            .zip(adv.par_chunks_mut(block))
+            .zip(keep.par_chunks_mut(block))
+            .map(|((x, a), k)| one((x, a, k)))
+            .flatten_iter()
+            .collect()
+    } else {
+        one((rewards, adv, keep))
+    }
+}
+
 /// How a sweep may run: across the pool, and with the NaN-free kernels.
 #[derive(Clone, Copy)]
 struct Sweep {
@@ -622,7 +688,18 @@ fn compute_inner<R: Reward>(
     let n = rewards.len();
     let mut advantages = vec![0.0f32; n];
     let mut keep = vec![false; n];
-    let accs = if groups.is_contiguous() {
+    let accs = if let Some(g) = uniform_size(groups, params, finite) {
+        let (a, k) = (&mut advantages, &mut keep);
+        match g {
+            2 => uniform::<R, 2>(rewards, params, par, a, k),
+            4 => uniform::<R, 4>(rewards, params, par, a, k),
+            8 => uniform::<R, 8>(rewards, params, par, a, k),
+            16 => uniform::<R, 16>(rewards, params, par, a, k),
+            32 => uniform::<R, 32>(rewards, params, par, a, k),
+            64 => uniform::<R, 64>(rewards, params, par, a, k),
+            _ => uniform::<R, 128>(rewards, params, par, a, k),
+        }
+    } else if groups.is_contiguous() {
         let sizes = groups.sizes();
         let top2 = params.estimator == Estimator::GrpoPassk;
         if needs_batch(params) {
