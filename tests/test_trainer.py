@@ -131,7 +131,10 @@ def test_one_step_matches_hand_computation(tmp_path, num_iterations, beta):
 def test_sampler_logprobs_match_forward(tmp_path):
     trainer = Trainer(small_config(tmp_path, seed=1))
     prompts = [r["prompt"] for r in trainer.train_rows[:3]]
-    comp = trainer.sampler.sample(prompts, 4, trainer.params)
+    from grpo_fast.sampling import HFSampler
+
+    sampler = HFSampler(trainer.model, trainer.tokenizer)
+    comp = sampler.sample(prompts, 4, trainer.params)
     assert len(comp) == 12 and comp.n == 4
     with torch.no_grad():
         ref = reference_logp(trainer.model, comp.prompt_ids, comp.completion_ids)
@@ -248,3 +251,36 @@ def test_embedded_model_is_small_and_starts_between_20_and_50_percent(tmp_path):
     assert size < 10 * 2**20
     trainer = Trainer(small_config(tmp_path, eval_size=500))
     assert 0.2 <= trainer.evaluate() <= 0.5
+
+
+def test_vllm_sampler_without_vllm_says_how_to_get_it():
+    import importlib.util
+
+    from grpo_fast.errors import InvalidInputError
+    from grpo_fast.sampling import VLLMSampler
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed; the GPU test below covers it")
+    with pytest.raises(InvalidInputError, match=r"grpo-fast\[vllm\]"):
+        VLLMSampler(str(DATA_DIR / "tiny_adder"))
+
+
+def test_vllm_sampler_generates_groups_and_takes_new_weights():
+    pytest.importorskip("vllm", reason="vLLM cannot be imported here (it needs a CUDA build)")
+    if not torch.cuda.is_available():
+        pytest.skip("vLLM needs a GPU")
+    from transformers import AutoModelForCausalLM
+
+    from grpo_fast.sampling import SamplingParams, VLLMSampler
+
+    sampler = VLLMSampler(str(DATA_DIR / "tiny_adder"), gpu_memory_utilization=0.1)
+    params = SamplingParams(max_new_tokens=4, temperature=0.0)
+    before = sampler.sample(["12+34=", "7+8="], 3, params)
+    assert len(before) == 6 and before.texts[0] == before.texts[1] == before.texts[2]
+    model = AutoModelForCausalLM.from_pretrained(str(DATA_DIR / "tiny_adder"))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()  # all-zero weights: uniform next-token distribution
+    sampler.update_weights(model)
+    after = sampler.sample(["12+34="], 1, params)
+    assert after.completion_ids[0] != before.completion_ids[0]

@@ -116,6 +116,10 @@ class HFSampler:
         Needs a pad token; prompts are left-padded for batched generation.
     batch_size : int or None
         Rows per ``generate`` call (``None``: all ``len(prompts) * n`` at once).
+    logprobs : bool
+        Report the sampled tokens' log-probs (costs keeping every step's
+        scores; the trainer recomputes them in its loss forward and turns
+        this off).
 
     Examples
     --------
@@ -124,12 +128,15 @@ class HFSampler:
     >>> out = sampler.sample(["12+34="], n=8, params=params)  # doctest: +SKIP
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int | None = None) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, batch_size: int | None = None, logprobs: bool = True
+    ) -> None:
         if tokenizer.pad_token_id is None:
             raise InvalidInputError("the tokenizer has no pad token; set tokenizer.pad_token")
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        self.logprobs = logprobs
 
     def update_weights(self, model: Any) -> None:
         self.model = model
@@ -160,21 +167,23 @@ class HFSampler:
                     )
                 else:
                     kwargs.update(temperature=None, top_p=None, top_k=None)
-                with torch.no_grad():
+                with torch.inference_mode():
                     out = self.model.generate(
                         **enc,
                         max_new_tokens=params.max_new_tokens,
                         pad_token_id=tok.pad_token_id,
                         eos_token_id=tok.eos_token_id,
                         return_dict_in_generate=True,
-                        output_scores=True,
+                        output_scores=self.logprobs,
                         **kwargs,
                     )
                 width = enc["input_ids"].shape[1]
                 new = out.sequences[:, width:]
-                # scores are the processed logits each token was drawn from.
-                scores = torch.stack(out.scores, dim=1).float().log_softmax(-1)
-                lp = scores.gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
+                lp = None
+                if self.logprobs:
+                    # scores are the processed logits each token was drawn from.
+                    scores = torch.stack(out.scores, dim=1).float().log_softmax(-1)
+                    lp = scores.gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
                 for i in range(new.shape[0]):
                     ids = new[i].tolist()
                     if tok.eos_token_id in ids:
@@ -182,13 +191,16 @@ class HFSampler:
                     mask = enc["attention_mask"][i].bool()
                     prompt_ids.append(enc["input_ids"][i][mask].tolist())
                     completion_ids.append(ids)
-                    logprobs.append(lp[i, : len(ids)].tolist())
+                    if lp is not None:
+                        logprobs.append(lp[i, : len(ids)].tolist())
                 texts.extend(
                     tok.batch_decode(completion_ids[-new.shape[0] :], skip_special_tokens=True)
                 )
         finally:
             self.model.train(was_training)
-        return Completions(texts, prompt_ids, completion_ids, logprobs, n)
+        return Completions(
+            texts, prompt_ids, completion_ids, logprobs if self.logprobs else None, n
+        )
 
 
 class VLLMSampler:

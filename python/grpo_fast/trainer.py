@@ -383,17 +383,19 @@ class Trainer:
         elif cfg.sampler == "vllm":
             self.sampler = VLLMSampler(cfg.model, seed=cfg.seed)
         else:
-            self.sampler = HFSampler(self.model, self.tokenizer)
+            self.sampler = HFSampler(self.model, self.tokenizer, logprobs=False)
 
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         if cfg.optimizer == "sgd":
             self.optimizer = torch.optim.SGD(trainable, lr=cfg.learning_rate)
         else:
+            # The fused kernel: one call for all parameters instead of ~10 ops each.
             self.optimizer = torch.optim.AdamW(
                 trainable,
                 lr=cfg.learning_rate,
                 betas=(cfg.adam_beta1, cfg.adam_beta2),
                 weight_decay=cfg.weight_decay,
+                fused=all(p.is_floating_point() for p in trainable),
             )
         total = cfg.max_steps * cfg.num_iterations
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
