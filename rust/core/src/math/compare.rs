@@ -19,6 +19,7 @@ use super::ast::{Func, Node, RelOp};
 use super::display::render;
 use super::eval::{Cq, Evaluator, C64, V};
 use super::parser::normalize_text;
+use super::precise;
 use super::{CompareOptions, Limits, Rejection};
 
 type R<T> = Result<T, Rejection>;
@@ -456,6 +457,12 @@ impl Cmp<'_> {
                 continue;
             }
             if !self.values_equal(&vg, &vp, dg, dp) {
+                return Ok(false);
+            }
+            // Two exact values equal only to float precision get a second,
+            // high-precision look (`\sqrt2 + 10^{-12}` is not `\sqrt2`).
+            let both_exact = matches!((&vg, &vp), (V::Q(_), V::Q(_)));
+            if syms.is_empty() && !dg && !dp && !both_exact && precise::differ(g, p) == Some(true) {
                 return Ok(false);
             }
             defined += 1;

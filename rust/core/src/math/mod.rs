@@ -18,6 +18,7 @@ pub(crate) mod display;
 mod eval;
 mod lexer;
 mod parser;
+mod precise;
 
 use std::fmt;
 

@@ -25,6 +25,16 @@ fn numbers() {
     assert!(eq("2\\sqrt2", "\\sqrt8"));
     assert!(eq("\\frac{1}{\\sqrt3}", "\\frac{\\sqrt3}{3}"));
     assert!(eq("1.5e3", "1500"));
+    // Exact irrational values that agree to float precision but differ.
+    assert!(!eq("\\sqrt{2}", "\\sqrt{2} + 10^{-12}"));
+    assert!(!eq("\\pi", "\\pi + 10^{-15}"));
+    assert!(eq("\\sqrt{2}+\\sqrt{3}", "\\sqrt{5+2\\sqrt{6}}"));
+    assert!(eq(
+        "\\frac{\\sqrt{\\sqrt{11}+\\sqrt{194}}}{15+2\\sqrt{33}}",
+        "\\frac{\\sqrt{\\sqrt{11}+\\sqrt{194}}}{2\\sqrt{33}+15}"
+    ));
+    assert!(eq("e^{2}", "e \\cdot e"));
+    assert!(eq("2^{1/2}", "\\sqrt2"));
 }
 
 #[test]
