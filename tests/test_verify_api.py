@@ -320,3 +320,45 @@ def test_agrees_with_math_verify_on_plain_pairs(gold, pred):
     mv = _math_verify()
     want = mv.verify(mv.parse(gold), mv.parse(pred))
     assert verify(gold, pred) == want
+
+
+# ---------------------------------------------------------------- parse
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=exact_values())
+def test_parse_gives_a_number_whose_canonical_form_verifies(x):
+    text, value = x
+    a = grpo_fast.parse(text)
+    assert a is not None and a.kind == "number"
+    assert str(a) == a.canonical
+    assert verify(a.canonical, f"\\boxed{{{text}}}")
+    assert verify(text, f"\\boxed{{{a.canonical}}}")
+    # and it is the same rational as the one the text was written from
+    assert verify(f"{value.numerator}/{value.denominator}", f"\\boxed{{{a.canonical}}}")
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (r"\{1, 2\}", "set"),
+        ("(1, 2)", "tuple"),
+        ("[0, 1)", "interval"),
+        ("x = 5", "relation"),
+        ("x^2 + 1", "expression"),
+        ("Half of 144 is 72.\n#### 72", "number"),
+    ],
+)
+def test_parse_kinds(text, kind):
+    a = grpo_fast.parse(text)
+    assert a is not None and a.kind == kind
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\\boxed{" + "9" * 100_000 + "}"])
+def test_parse_no_value(text):
+    assert grpo_fast.parse(text) is None
+
+
+def test_parse_bad_input():
+    with pytest.raises(InvalidInputError, match="text must be a str"):
+        grpo_fast.parse(3)  # type: ignore[arg-type]

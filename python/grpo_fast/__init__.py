@@ -20,10 +20,12 @@ from grpo_fast.errors import GrpoFastError, InternalError, InvalidInputError
 from grpo_fast.rewards import Rewards, RewardScores, combine, score_batch
 from grpo_fast.trainer import Trainer, TrainerConfig
 from grpo_fast.verify import (
+    Answer,
     Extraction,
     Verdict,
     extract_answer,
     extract_gold,
+    parse,
     verify,
     verify_batch,
     verify_detailed,
@@ -39,6 +41,7 @@ __all__ = [
     "broadcast_to_tokens",
     "compute_advantages",
     "errors",
+    "Answer",
     "Extraction",
     "RewardScores",
     "Rewards",
@@ -46,6 +49,7 @@ __all__ = [
     "combine",
     "extract_answer",
     "extract_gold",
+    "parse",
     "rewards",
     "score_batch",
     "verify",

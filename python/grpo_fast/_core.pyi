@@ -15,6 +15,7 @@ __all__ = [
     "extract_gold",
     "get_num_threads",
     "group_ids",
+    "parse",
     "set_num_threads",
     "verify",
     "verify_batch",
@@ -48,6 +49,9 @@ def extract_answer(
 def extract_gold(
     text: str, rules: list[str] | None, max_length: int | None, tail_length: int | None
 ) -> tuple[list[str], str] | None: ...
+def parse(
+    text: str, rules: list[str] | None, max_length: int | None, tail_length: int | None
+) -> tuple[str | None, str | None, str]: ...
 def verify(
     gold: str,
     pred: str,

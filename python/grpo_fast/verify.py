@@ -24,11 +24,13 @@ from grpo_fast.errors import InvalidInputError
 
 __all__ = [
     "RULES",
+    "Answer",
     "Extraction",
     "Verdict",
     "check_extract_options",
     "extract_answer",
     "extract_gold",
+    "parse",
     "verify",
     "verify_batch",
     "verify_detailed",
@@ -169,6 +171,63 @@ def extract_gold(
     _check_str("gold", gold)
     found = _core.extract_gold(gold, *check_extract_options(rules, max_length, tail_length))
     return None if found is None else Extraction(tuple(found[0]), found[1])
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A parsed answer (see :func:`parse`).
+
+    Attributes
+    ----------
+    canonical : str
+        Its canonical form (what :func:`verify_detailed` reports).
+    kind : str
+        ``"number"`` (no variables), ``"expression"``, ``"relation"``,
+        ``"tuple"``, ``"set"``, ``"interval"``, ``"union"``, ``"list"``,
+        ``"matrix"`` or ``"text"``.
+    """
+
+    canonical: str
+    kind: str
+
+    def __str__(self) -> str:
+        return self.canonical
+
+
+def parse(
+    text: str,
+    *,
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> Answer | None:
+    """The answer value of a text, read as :func:`verify` reads a gold: its
+    marked answer (``\\boxed{}``, ``#### 72``, ...) or the text itself.
+
+    Returns
+    -------
+    Answer or None
+        None when there is no value (empty, unparseable or over a budget;
+        :func:`verify_detailed` gives the reason).
+
+    Examples
+    --------
+    >>> parse(r"\\dfrac{3}{4}")
+    Answer(canonical='3/4', kind='number')
+    >>> parse("She pays 12.\\n#### 12").kind
+    'number'
+    >>> parse(r"\\{1, 2\\}").kind
+    'set'
+    >>> parse("") is None
+    True
+    """
+    _check_str("text", text)
+    canonical, kind, _reason = _core.parse(
+        text, *check_extract_options(rules, max_length, tail_length)
+    )
+    if canonical is None or kind is None:
+        return None
+    return Answer(canonical, kind)
 
 
 @dataclass(frozen=True)

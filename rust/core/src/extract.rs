@@ -481,7 +481,12 @@ fn looks_like_an_answer(t: &str) -> bool {
                 i += 1;
             }
             let len = i - start;
-            if len >= 2 {
+            // Letters glued to symbols (`1orW(x)`, `2xy`) are math, not a word.
+            let apart = |c: Option<&u8>| {
+                c.is_none_or(|c| c.is_ascii_whitespace() || b".,;:!?\"'".contains(c))
+            };
+            let word = apart(start.checked_sub(1).and_then(|k| b.get(k))) && apart(b.get(i));
+            if len >= 2 && word {
                 // A word is an answer only alone (`yes`, `odd.`).
                 words += 1;
                 let rest = t[..start].len() + t[i..].trim_end_matches(['.', '!']).len();
@@ -929,6 +934,8 @@ mod tests {
         assert_eq!(one("x \\ge 2"), ("x \\ge 2", Rule::Bare));
         assert_eq!(one("\\text{odd}"), ("\\text{odd}", Rule::Bare));
         assert_eq!(one("yes"), ("yes", Rule::Bare));
+        assert_eq!(one("W(x)=1orW(x)=-1"), ("W(x)=1orW(x)=-1", Rule::Bare));
+        assert_eq!(one("2xy+1"), ("2xy+1", Rule::Bare));
         // Prose is not an answer: the last value is.
         assert_eq!(one("it is 5"), ("5", Rule::LastNumber));
         assert_eq!(one("two cats and 3 dogs"), ("3", Rule::LastNumber));

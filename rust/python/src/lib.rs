@@ -19,7 +19,7 @@ mod _core {
     #[pymodule_export]
     use crate::threads::{get_num_threads, set_num_threads};
     #[pymodule_export]
-    use crate::verify::{extract_answer, extract_gold, verify, verify_batch, PyRewardSet};
+    use crate::verify::{extract_answer, extract_gold, parse, verify, verify_batch, PyRewardSet};
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -351,3 +351,26 @@ pub fn verify_batch<'py>(
     })?;
     Ok(out.into_pyarray(py))
 }
+
+/// `(canonical, kind, reason)` of a gold-style text (`canonical` and `kind`
+/// are None when it has no value; `reason` says why).
+#[pyfunction]
+#[pyo3(signature = (text, rules, max_length, tail_length))]
+pub fn parse(
+    py: Python<'_>,
+    text: &str,
+    rules: Option<Vec<String>>,
+    max_length: Option<usize>,
+    tail_length: Option<usize>,
+) -> PyResult<(Option<String>, Option<&'static str>, String)> {
+    let opts = VerifyOptions {
+        extract: extract_options(rules, max_length, tail_length)?,
+        ..VerifyOptions::default()
+    };
+    run(py, || {
+        Ok(match core_verify::parse_answer(text, &opts) {
+            Ok(v) => (Some(v.to_string()), Some(v.kind()), "ok".to_owned()),
+            Err(e) => (None, None, e.to_string()),
+        })
+    })
+}
