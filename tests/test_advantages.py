@@ -37,7 +37,10 @@ def ref_advantages(
     std = np.zeros(ng)
     solve = np.full(ng, np.nan)
     signal = np.zeros(ng, dtype=bool)
-    members = [np.flatnonzero((index == g) & valid) for g in range(ng)]
+    by_group = np.split(
+        np.argsort(index, kind="stable"), np.cumsum(np.bincount(index, minlength=ng))[:-1]
+    )
+    members = [m[valid[m]] for m in by_group] if ng else []
     for g, m in enumerate(members):
         x = r[m]
         if len(x):
@@ -351,3 +354,16 @@ def test_group_index_matches_reference(ids):
     out = compute_advantages(np.arange(len(ids), dtype=np.float32), ids)
     np.testing.assert_array_equal(out.group_index, ref_groups(ids)[0])
     assert out.group_index.dtype == np.int64
+
+
+@pytest.mark.parametrize("g", [2, 3, 4, 8, 32, 64, 128, 256])
+@pytest.mark.parametrize("opts", OPTIONS[:5], ids=lambda o: "-".join(map(str, o.values())))
+def test_equal_group_sizes_every_kernel(g, opts):
+    # Equal sizes side by side take the const-size kernels (powers of two up to
+    # 128), above the parallel threshold too.
+    rng = np.random.default_rng(g)
+    for n_groups in (5, 40_000 // g + 1):
+        r = rng.integers(0, 3, n_groups * g).astype(np.float32) / 2
+        r[: 2 * g] = 1.0  # two groups of equal rewards
+        ids = np.repeat(rng.permutation(10 * n_groups)[:n_groups], g)
+        check(r, ids, **opts)
