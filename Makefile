@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 DEPS_HASH := $(shell cat requirements/*.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
 
-.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust clean
+.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -56,6 +56,17 @@ bench: develop ## pytest-benchmark comparisons against peers (ratios printed)
 
 bench-rust: ## Criterion benches of the core
 	cargo bench -p grpo-fast-core
+
+FUZZ_SECONDS ?= 120
+FUZZ_FLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=3 \
+	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+	-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks
+fuzz: ## libFuzzer over extraction, parsing and comparison (nightly; FUZZ_SECONDS=120)
+	cd rust/fuzz && RUSTFLAGS="$(FUZZ_FLAGS)" cargo +nightly build --release \
+		--target x86_64-unknown-linux-gnu --bin verify
+	mkdir -p rust/fuzz/corpus/verify
+	rust/fuzz/target/x86_64-unknown-linux-gnu/release/verify rust/fuzz/corpus/verify \
+		-max_len=4096 -timeout=2 -rss_limit_mb=2048 -max_total_time=$(FUZZ_SECONDS)
 
 clean: ## remove build outputs (keeps .venv)
 	cargo clean
