@@ -40,6 +40,7 @@ from typing import Any
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.verify import RULES, extract_answer, verify_detailed
+from grpo_fast.verify import parse as parse_value
 
 __all__ = [
     "ExprExtractionConfig",
@@ -94,15 +95,22 @@ class Parsed:
         The extraction rule that found it.
     rules : tuple of str or None
         The extraction rules the configs mapped to (None: the defaults).
+    canonical : str
+        The parsed value, written canonically (``str()`` gives it, as
+        ``str()`` of math-verify's sympy expression does).
+    kind : str
+        What the value is: ``number``, ``expression``, ``set``, ...
     """
 
     text: str
     answer: str
     rule: str
     rules: tuple[str, ...] | None = None
+    canonical: str = ""
+    kind: str = ""
 
     def __str__(self) -> str:
-        return self.answer
+        return self.canonical or self.answer
 
 
 _DEFAULT_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
@@ -145,12 +153,16 @@ def parse(
     Returns
     -------
     list
-        ``[]`` when nothing is found, else ``[Parsed, answer string]``.
+        ``[]`` when no answer is found or it has no value (an empty box, an
+        unparseable or over-budget answer), else ``[Parsed, answer string]``.
 
     Examples
     --------
-    >>> parse(r"so the answer is $\\boxed{\\frac{1}{2}}$")[1]
-    '\\\\frac{1}{2}'
+    >>> found = parse(r"so the answer is $\\boxed{\\dfrac{1}{2}}$")
+    >>> found[1], str(found[0]), found[0].kind
+    ('\\\\dfrac{1}{2}', '1/2', 'number')
+    >>> parse(r"so \\boxed{}")
+    []
     >>> parse("no answer here, sorry")
     []
     """
@@ -168,7 +180,13 @@ def parse(
     found = extract_answer(pred, rules=rules)
     if found is None:
         return []
-    return [Parsed(pred, found.answer, found.rule, rules), found.answer]
+    value = parse_value(found.answer)
+    if value is None:
+        return []
+    return [
+        Parsed(pred, found.answer, found.rule, rules, value.canonical, value.kind),
+        found.answer,
+    ]
 
 
 def _items(side: Any, name: str) -> list[tuple[str, tuple[str, ...] | None]]:
