@@ -128,7 +128,7 @@ def extract_answer(
         box, the last occurrence counts.
     max_length : int, optional
         Longer texts (in UTF-8 bytes) are not searched and have no answer
-        (default 1 MiB).
+        (default 256 KiB).
     tail_length : int, optional
         How near the end, in bytes, a ``last_value`` must end (default 500).
 

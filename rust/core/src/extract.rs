@@ -129,8 +129,9 @@ pub const DEFAULT_RULES: [Rule; 8] = [
     Rule::LastValue,
 ];
 
-/// Default input limit: 1 MiB, about 250k tokens.
-pub const DEFAULT_MAX_LEN: usize = 1 << 20;
+/// Default input limit: 256 KiB, about 64k tokens. The worst input of that
+/// size (`\boxed{` repeated) takes a few milliseconds.
+pub const DEFAULT_MAX_LEN: usize = 1 << 18;
 
 impl Default for ExtractOptions {
     fn default() -> Self {
