@@ -42,8 +42,10 @@ def leaves(*xs):
 @pytest.mark.parametrize("temperature", [1.0, 0.6])
 @pytest.mark.parametrize("chunk_size", [1, 4, None])
 @pytest.mark.parametrize("entropy", [False, True])
-def test_token_logprobs_values_and_grads(use_bias, temperature, chunk_size, entropy):
-    hidden, weight, bias, targets = make(seed=chunk_size or 0)
+# 18 tokens: V=50 takes the vocabulary-blocked backward, V=12 the token-chunked one.
+@pytest.mark.parametrize("v", [50, 12])
+def test_token_logprobs_values_and_grads(use_bias, temperature, chunk_size, entropy, v):
+    hidden, weight, bias, targets = make(v=v, seed=chunk_size or 0)
     h, w, b = leaves(hidden, weight, bias)
     out = token_logprobs(
         h,
@@ -106,8 +108,9 @@ def test_all_positions_ignored_gives_zeros_and_zero_grads():
     assert torch.all(h.grad == 0) and torch.all(w.grad == 0)
 
 
-def test_gradcheck_fused_backward():
-    hidden, weight, bias, targets = make(b=2, t=4, h=5, v=9, dtype=torch.float64, ignored=2)
+@pytest.mark.parametrize("v", [9, 4])  # 6 tokens: vocabulary blocks, then token chunks
+def test_gradcheck_fused_backward(v):
+    hidden, weight, bias, targets = make(b=2, t=4, h=5, v=v, dtype=torch.float64, ignored=2)
     h, w, b = leaves(hidden, weight, bias)
 
     def fn(h, w, b):
@@ -138,9 +141,10 @@ def test_gradient_through_entropy_only():
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_half_precision_inputs(dtype):
+@pytest.mark.parametrize("v", [300, 12])  # 15 tokens: both backward strategies
+def test_half_precision_inputs(dtype, v):
     # Large logits: a 16-bit log_softmax would lose them; ours runs in fp32.
-    hidden, weight, bias, targets = make(b=2, t=9, h=32, v=300, dtype=dtype, seed=5)
+    hidden, weight, bias, targets = make(b=2, t=9, h=32, v=v, dtype=dtype, seed=5)
     weight = (weight * 8).to(dtype)
     h, w, b = leaves(hidden, weight, bias)
     logp, ent = token_logprobs(h, w, targets, bias=b, chunk_size=4, return_entropy=True)

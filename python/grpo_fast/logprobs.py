@@ -6,8 +6,9 @@ yet the usual ``log_softmax(lm_head(h)).gather(...)`` builds the whole
 ``V = 151,936`` that is 4.9 GB of fp32 for 8 x 1024 tokens. Here the lm_head
 matmul, the log-softmax and the gather are fused and run over chunks of
 tokens; the backward recomputes each chunk's logits instead of storing them
-(the trade Liger-Kernel and Apple's Cut Cross-Entropy make), so at most one
-chunk of logits lives at a time and the extra cost is one more matmul.
+(the trade Liger-Kernel and Apple's Cut Cross-Entropy make), so only one
+chunk of logits (and its log-softmax) lives at a time; the extra cost is one
+more matmul.
 
 Numerics: the matmul runs in the input dtype and accumulates in fp32 (on
 CUDA its bf16/fp16 output is written as fp32 directly, ``torch.mm(...,
@@ -30,9 +31,10 @@ from grpo_fast.errors import InvalidInputError
 
 __all__ = ["selective_log_softmax", "token_logprobs"]
 
-# Elements of fp32 logits per chunk when chunk_size is not given (128 MiB):
-# 1024 tokens at V = 32,768, 220 tokens at V = 151,936.
-_CHUNK_ELEMENTS = 1 << 25
+# Elements of fp32 logits per chunk when chunk_size is not given (64 MiB):
+# 512 tokens at V = 32,768, 110 tokens at V = 151,936. The forward holds two
+# such buffers, the backward one; matmuls of this size still run at full speed.
+_CHUNK_ELEMENTS = 1 << 24
 
 
 def _auto_chunk(vocab: int) -> int:
@@ -48,13 +50,14 @@ def _chunk_forward(
     z: torch.Tensor, t: torch.Tensor, want_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Log-sum-exp, target log-prob and (optionally) entropy of each row."""
-    lse = torch.logsumexp(z, dim=-1)
-    logp = z.gather(-1, t.unsqueeze(-1)).squeeze(-1) - lse
+    # log_softmax is one fused kernel; logsumexp is slower on CPUs.
+    log_p = torch.log_softmax(z, dim=-1)
+    z_t = z.gather(-1, t.unsqueeze(-1)).squeeze(-1)
+    logp = log_p.gather(-1, t.unsqueeze(-1)).squeeze(-1)
     entropy = None
     if want_entropy:
-        p = torch.softmax(z, dim=-1)
-        entropy = lse - (p * z).sum(-1)  # H = -sum p log p = lse - sum p z
-    return lse, logp, entropy
+        entropy = -(log_p.exp() * log_p).sum(-1)
+    return z_t - logp, logp, entropy
 
 
 def _chunk_grad(
@@ -64,8 +67,13 @@ def _chunk_grad(
     entropy: torch.Tensor | None,
     g_logp: torch.Tensor | None,
     g_ent: torch.Tensor | None,
+    col_offset: int | None = None,
 ) -> torch.Tensor:
     """Gradient w.r.t. ``z`` given the upstream gradients of logp and entropy.
+
+    ``z`` holds whole rows, or, with ``col_offset``, the vocabulary columns
+    ``[col_offset, col_offset + z.shape[1])`` of every row (``lse`` and the
+    entropy being those of the whole rows).
 
     d logp_t / dz = onehot(t) - p;  d H / dz = -p * (log p + H). Overwrites ``z``
     (each pass over the chunk is in place: on a CPU these passes, not the
@@ -84,7 +92,14 @@ def _chunk_grad(
         grad = p.mul_(scale.neg_())
     if g_logp is not None:
         rows = torch.arange(grad.shape[0], device=grad.device)
-        grad[rows, t] += g_logp
+        if col_offset is None:
+            grad[rows, t] += g_logp
+        else:  # only the targets inside this block; no host sync to find them
+            cols = t - col_offset
+            inside = (cols >= 0) & (cols < grad.shape[1])
+            grad.index_put_(
+                (rows, cols.clamp(0, grad.shape[1] - 1)), g_logp * inside, accumulate=True
+            )
     return grad
 
 
@@ -134,30 +149,62 @@ class _FusedLinearLogProbs(torch.autograd.Function):
         if g_logp is None and g_ent is None:
             return None, None, None, None, None, None, None
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
+        need_b = need_b and bias is not None
         acc = _acc_dtype(h.dtype)
+        g_logp = None if g_logp is None else g_logp.to(acc) / ctx.temperature
+        g_ent = None if g_ent is None else g_ent.to(acc) / ctx.temperature
+        n, vocab = h.shape[0], weight.shape[0]
+        budget = ctx.chunk * vocab  # elements of one logit buffer
+        if n < vocab:
+            # Blocks of the vocabulary over all tokens: each block's weight and
+            # bias gradient is written once, and only the small [n, H] hidden
+            # gradient is accumulated (chunks of tokens would re-read and
+            # re-write the whole [V, H] weight gradient for every chunk).
+            grad_h = torch.zeros(h.shape, dtype=acc, device=h.device) if need_h else None
+            grad_w = torch.empty_like(weight) if need_w else None
+            grad_b = torch.empty_like(bias) if need_b else None
+            for vs, ve in _chunks(vocab, max(1, budget // max(n, 1))):
+                w_blk = weight[vs:ve]
+                b_blk = None if bias is None else bias[vs:ve]
+                z = _logits(h, w_blk, b_blk, ctx.temperature)
+                gz = _chunk_grad(z, t, lse, entropy, g_logp, g_ent, col_offset=vs)
+                if grad_b is not None:
+                    grad_b[vs:ve] = gz.sum(0)
+                gz_low = gz.to(h.dtype)
+                if grad_h is not None:
+                    if h.dtype == acc:
+                        grad_h.addmm_(gz_low, w_blk)
+                    else:
+                        grad_h += _mm_acc(gz_low, w_blk)
+                if grad_w is not None:
+                    if h.dtype == acc:
+                        torch.mm(gz_low.t(), h, out=grad_w[vs:ve])
+                    else:
+                        grad_w[vs:ve] = _mm_acc(gz_low.t(), h)
+            if grad_h is not None:
+                grad_h = grad_h.to(h.dtype)
+            return grad_h, grad_w, grad_b, None, None, None, None
+
+        # Chunks of tokens: the [n, H] hidden gradient is written once per chunk,
+        # the weight and bias gradients are summed over chunks in fp32.
         grad_h = torch.empty_like(h) if need_h else None
-        # Summed over chunks: accumulate in fp32 whatever the parameter dtype.
         grad_w = torch.zeros(weight.shape, dtype=acc, device=h.device) if need_w else None
-        grad_b = (
-            torch.zeros(weight.shape[0], dtype=acc, device=h.device)
-            if need_b and bias is not None
-            else None
-        )
-        for s, e in _chunks(h.shape[0], ctx.chunk):
+        grad_b = torch.zeros(vocab, dtype=acc, device=h.device) if need_b else None
+        for s, e in _chunks(n, ctx.chunk):
             z = _logits(h[s:e], weight, bias, ctx.temperature)
             gz = _chunk_grad(
                 z,
                 t[s:e],
                 lse[s:e],
                 None if entropy is None else entropy[s:e],
-                None if g_logp is None else g_logp[s:e].to(acc) / ctx.temperature,
-                None if g_ent is None else g_ent[s:e].to(acc) / ctx.temperature,
+                None if g_logp is None else g_logp[s:e],
+                None if g_ent is None else g_ent[s:e],
             )
             if grad_b is not None:
                 grad_b += gz.sum(0)
             gz_low = gz.to(h.dtype)
             if grad_h is not None:
-                grad_h[s:e] = gz_low @ weight
+                torch.mm(gz_low, weight, out=grad_h[s:e])
             if grad_w is not None:
                 if h.dtype == acc:
                     grad_w.addmm_(gz_low.t(), h[s:e])
@@ -223,7 +270,7 @@ def token_logprobs(
     temperature : float
         The sampling temperature, so the log-probs match what the sampler drew from.
     chunk_size : int, optional
-        Tokens per chunk; by default as many as fit 128 MiB of fp32 logits.
+        Tokens per chunk; by default as many as fit 64 MiB of fp32 logits.
     ignore_index : int
         Targets equal to it are skipped (log-prob and entropy 0, no gradient).
     mask : bool tensor [...], optional
