@@ -48,6 +48,7 @@ pub(crate) enum T {
     Ellipsis,
     Begin(String),
     End(String),
+    Degree,
 }
 
 #[derive(Debug, Clone)]
@@ -278,7 +279,8 @@ impl<'a> Lexer<'a> {
                     self.push(T::Percent)?;
                 }
                 b'^' => {
-                    // `^\circ`, `^{\circ}`, `^o`: degrees are decoration.
+                    // `^\circ`, `^{\circ}`: degrees (decoration, except inside
+                    // a trigonometric function).
                     let rest = &self.src[self.pos + 1..end];
                     let rest_t = rest.trim_start();
                     let skip = rest.len() - rest_t.len();
@@ -288,6 +290,7 @@ impl<'a> Lexer<'a> {
                         .map(|p| p.len())
                     {
                         self.pos += 1 + skip + n;
+                        self.push(T::Degree)?;
                     } else {
                         self.pos += 1;
                         self.push(T::P('^'))?;
@@ -341,7 +344,8 @@ impl<'a> Lexer<'a> {
                 T::Num(BigRational::from_integer(3.into()), false, "3".into())
             }
             c if c.is_alphabetic() => T::Letter(c.to_string()),
-            _ => return Ok(()), // °, €, £, ¥, nbsp and other decoration
+            '°' => T::Degree,
+            _ => return Ok(()), // €, £, ¥, nbsp and other decoration
         };
         if matches!(t, T::Cmd("sqrt")) {
             self.push(t)?;
@@ -378,6 +382,8 @@ impl<'a> Lexer<'a> {
             } else if lower == "sqrt" {
                 self.push(T::Cmd("sqrt"))?;
                 self.braced_args(end, 1)?;
+            } else if matches!(lower.as_str(), "degree" | "degrees" | "deg") {
+                self.push(T::Degree)?;
             } else if matches!(lower.as_str(), "percent" | "percentage" | "pct") {
                 self.push(T::Percent)?;
             } else if lower == "inf" || lower == "infinity" || lower == "oo" {
@@ -515,6 +521,7 @@ impl<'a> Lexer<'a> {
             "emptyset" | "varnothing" => T::Cmd("emptyset"),
             "choose" => T::Cmd("choose"),
             "colon" => T::P(':'),
+            "degree" => T::Degree,
             "and" => T::Text("and".into()),
             "percent" => T::Percent,
             _ if is_func(name).is_some() => T::Cmd(is_func(name).unwrap_or("sin")),

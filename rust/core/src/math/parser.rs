@@ -25,6 +25,9 @@ pub(crate) struct Parser<'a> {
     nodes: usize,
     abs_depth: usize,
     fn_arg: bool,
+    /// Inside the argument of a trigonometric function, where `30^\circ`
+    /// means π/6.
+    trig: usize,
 }
 
 pub(crate) fn parse_tokens(toks: &[Token], limits: &Limits) -> R<Node> {
@@ -36,6 +39,7 @@ pub(crate) fn parse_tokens(toks: &[Token], limits: &Limits) -> R<Node> {
         nodes: 0,
         abs_depth: 0,
         fn_arg: false,
+        trig: 0,
     };
     if toks.is_empty() {
         return Err(Rejection::Empty);
@@ -178,7 +182,7 @@ impl<'a> Parser<'a> {
             T::Percent => 10,
             T::Text(_) => 11,
             T::P('^') => 13,
-            T::P('!') | T::P('_') => 14,
+            T::P('!') | T::P('_') | T::Degree => 14,
             T::Ellipsis => 2,
             _ if self.starts_atom(t) => 9,
             _ => 0,
@@ -199,7 +203,15 @@ impl<'a> Parser<'a> {
             if self.at_terminator() {
                 break;
             }
-            let lbp = self.lbp(t);
+            let mut lbp = self.lbp(t);
+            // `2!\,8!`, `\sqrt{2}\,3`: a number after a factorial, root or
+            // power multiplies (after a plain number it does not: `2 3`).
+            if lbp == 0
+                && matches!(t, T::Num(..))
+                && matches!(left, Node::Fact(_) | Node::Root(..) | Node::Pow(..))
+            {
+                lbp = 9;
+            }
             if lbp <= min_bp {
                 break;
             }
@@ -353,6 +365,17 @@ impl<'a> Parser<'a> {
             T::P('!') => {
                 self.bump();
                 Ok(Node::Fact(Box::new(left)))
+            }
+            T::Degree => {
+                self.bump();
+                if self.trig == 0 {
+                    return Ok(left);
+                }
+                let per_degree = Node::Div(
+                    Box::new(Node::Pi),
+                    Box::new(Node::num(BigRational::from_integer(180.into()), false)),
+                );
+                Ok(mul(left, per_degree))
             }
             T::P('_') => {
                 self.bump();
@@ -632,24 +655,11 @@ impl<'a> Parser<'a> {
         if inverse {
             power = None;
         }
-        let arg = if self.peek() == Some(&T::P('(')) {
-            self.bump();
-            let saved = (self.fn_arg, self.abs_depth);
-            self.fn_arg = false;
-            self.abs_depth = 0;
-            let a = self.expr(0)?;
-            (self.fn_arg, self.abs_depth) = saved;
-            if !self.eat(&T::P(')')) {
-                self.expect(&T::P(']'))?;
-            }
-            a
-        } else {
-            let saved = self.fn_arg;
-            self.fn_arg = true;
-            let a = self.expr(8);
-            self.fn_arg = saved;
-            a?
-        };
+        let trig = matches!(f, "sin" | "cos" | "tan" | "sec" | "csc" | "cot") && !inverse;
+        self.trig += usize::from(trig);
+        let arg = self.function_arg();
+        self.trig -= usize::from(trig);
+        let arg = arg?;
         let func = match (f, inverse) {
             ("sin", false) => Func::Sin,
             ("cos", false) => Func::Cos,
@@ -678,6 +688,30 @@ impl<'a> Parser<'a> {
             node = Node::Pow(Box::new(node), Box::new(p));
         }
         Ok(node)
+    }
+
+    /// A function's argument: parenthesised, or a product up to the next
+    /// function (`\sin 2x \cos x`).
+    fn function_arg(&mut self) -> R<Node> {
+        if self.peek() == Some(&T::P('(')) {
+            self.bump();
+            let saved = (self.fn_arg, self.abs_depth);
+            self.fn_arg = false;
+            self.abs_depth = 0;
+            let a = self.expr(0);
+            (self.fn_arg, self.abs_depth) = saved;
+            let a = a?;
+            if !self.eat(&T::P(')')) {
+                self.expect(&T::P(']'))?;
+            }
+            Ok(a)
+        } else {
+            let saved = self.fn_arg;
+            self.fn_arg = true;
+            let a = self.expr(8);
+            self.fn_arg = saved;
+            a
+        }
     }
 
     fn big_op(&mut self, sum: bool) -> R<Node> {

@@ -146,6 +146,11 @@ fn semantics_examples() {
     assert!(!eq("C", "D"));
     assert!(eq("\\$5", "5"));
     assert!(eq("90^\\circ", "90"));
+    assert!(eq("90 \\text{ degrees}", "90"));
+    assert!(eq("\\sin 30^\\circ", "\\frac12"));
+    assert!(eq("\\cos(60^{\\circ})", "0.5"));
+    assert!(eq("\\tan 45°", "1"));
+    assert!(!eq("\\sin 30^\\circ", "\\sin 30"));
     assert!(eq("5\\text{ cm}", "5"));
     assert!(!eq("\\sin(\\pi x)", "0"));
     assert!(eq("\\sum_{k=1}^{n} k", "\\frac{n(n+1)}{2}"));
