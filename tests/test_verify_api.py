@@ -82,6 +82,9 @@ def test_batch_matches_the_scalar_function_and_broadcasts():
     one = verify_batch("4", preds)
     assert one.tolist() == [float(verify("4", p)) for p in preds]
     assert verify_batch("4", []).shape == (0,)
+    # numpy arrays of str (as verl hands them over) work like lists
+    arr = verify_batch(np.array(golds[:3]), np.array(preds[:3], dtype=object))
+    assert arr.tolist() == want[:3]
 
 
 @pytest.mark.parametrize(
@@ -92,6 +95,7 @@ def test_batch_matches_the_scalar_function_and_broadcasts():
         ([1], ["1"], r"golds\[0\]"),
         ("1", "abc", "preds must be a list"),
         (3, ["1"], "golds must be"),
+        ("1", np.array([["1"]]), "preds must be 1-D"),
     ],
 )
 def test_batch_bad_input(golds, preds, what):

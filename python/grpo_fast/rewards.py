@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from grpo_fast import _core
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.verify import check_extract_options
+from grpo_fast.verify import as_list, check_extract_options
 
 __all__ = [
     "ChoiceReward",
@@ -322,21 +322,12 @@ class Rewards:
         -------
         RewardScores
         """
-        if isinstance(completions, str) or not isinstance(completions, Sequence):
-            raise InvalidInputError(
-                f"completions must be a list of str, not {type(completions).__name__}"
-            )
-        texts = list(completions)
+        texts = as_list("completions", completions)
         if golds is None or isinstance(golds, str):
             gold_arg: Any = golds
             gold_list: list[str | None] = [golds] * len(texts)
-        elif isinstance(golds, Sequence):
-            gold_arg = gold_list = list(golds)
         else:
-            raise InvalidInputError(
-                f"golds must be a str or a list of str (None for no gold), "
-                f"not {type(golds).__name__}"
-            )
+            gold_arg = gold_list = as_list("golds", golds)
         lens = None if lengths is None else _lengths(lengths)
         total, grid = self._set.score(texts, gold_arg, lens)
         columns = {self.names[i]: grid[j] for j, i in enumerate(self._rust)}

@@ -27,6 +27,7 @@ __all__ = [
     "Answer",
     "Extraction",
     "Verdict",
+    "as_list",
     "check_extract_options",
     "extract_answer",
     "extract_gold",
@@ -92,6 +93,18 @@ def check_extract_options(
         ):
             raise InvalidInputError(f"{name} must be a non-negative int, not {value!r}")
     return rules, max_length, tail_length
+
+
+def as_list(name: str, value: Any) -> list[Any]:
+    """A list from a sequence or a 1-D numpy array (verl hands over arrays);
+    the Rust side checks that every item is a str."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise InvalidInputError(f"{name} must be 1-D, got shape {value.shape}")
+        return value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"{name} must be a list of str, not {type(value).__name__}")
+    return list(value)
 
 
 def _check_str(name: str, value: Any) -> str:
@@ -383,13 +396,8 @@ def verify_batch(
     >>> verify_batch("4", [r"\\boxed{4}", "2+2=5", "#### 4"])
     array([1., 0., 1.], dtype=float32)
     """
-    if isinstance(preds, str) or not isinstance(preds, Sequence):
-        raise InvalidInputError(f"preds must be a list of str, not {type(preds).__name__}")
+    texts = as_list("preds", preds)
     if not (golds is None or isinstance(golds, str)):
-        if not isinstance(golds, Sequence):
-            raise InvalidInputError(
-                f"golds must be a str or a list of str, not {type(golds).__name__}"
-            )
-        golds = list(golds)
+        golds = as_list("golds", golds)
     args = _verify_args(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
-    return _core.verify_batch(golds, list(preds), *args)
+    return _core.verify_batch(golds, texts, *args)
