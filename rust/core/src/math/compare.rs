@@ -610,8 +610,12 @@ fn bind(ev: &mut Evaluator<'_>, syms: &[String], ints: &BTreeSet<String>, point:
             1 => BigRational::new(BigInt::from(1), BigInt::from(3)),
             _ => BigRational::new(BigInt::from(3), BigInt::from(7)),
         };
-        let v =
+        let mut v =
             BigRational::from_integer(BigInt::from(v + (j / POINT_VALUES.len()) as i64)) + offset;
+        // The last point is negative, so that `|x - 3|` is not `x - 3`.
+        if point == 2 && !ints.contains(s) {
+            v = -v;
+        }
         ev.env.push((
             s.clone(),
             V::Q(Cq {

@@ -7,6 +7,7 @@
 use std::f64::consts::{E, PI};
 
 use num_bigint::BigInt;
+use num_integer::Integer;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 
@@ -428,6 +429,19 @@ impl<'a> Evaluator<'a> {
                 Some(-1) => q(BigRational::zero()),
                 _ => V::Undefined,
             });
+        }
+        // A negative real to a rational power with an odd denominator takes
+        // the real root (`x^{2/3}` is `\sqrt[3]{x}^2`), as roots do.
+        if let (V::Q(ex), true) = (&e, real_sign(&b) == Some(-1)) {
+            if ex.is_real() && !ex.re.is_integer() && ex.re.denom().is_odd() {
+                if let (Some(den), Some(num)) = (ex.re.denom().to_u32(), ex.re.numer().to_i64()) {
+                    if den <= 1000 && num.unsigned_abs() <= self.limits.max_exponent {
+                        let r = self.root(q(BigRational::from_integer(den.into())), b)?;
+                        let k = q(BigRational::from_integer(num.into()));
+                        return self.pow(r, k);
+                    }
+                }
+            }
         }
         let (Some(x), Some(y)) = (b.as_c64(), e.as_c64()) else {
             return Ok(V::Undefined);

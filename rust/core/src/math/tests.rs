@@ -153,6 +153,11 @@ fn semantics_examples() {
     assert!(!eq("\\sin 30^\\circ", "\\sin 30"));
     assert!(eq("5\\text{ cm}", "5"));
     assert!(!eq("\\sin(\\pi x)", "0"));
+    assert!(!eq("|x-3|", "x-3"));
+    assert!(!eq("\\sqrt{x^2}", "x"));
+    assert!(eq("\\sqrt{x^2}", "|x|"));
+    assert!(eq("x^{2/3}", "\\sqrt[3]{x}^2"));
+    assert!(eq("\\frac{1}{3\\sqrt[3]{x}^2}", "\\frac{1}{3x^{2/3}}"));
     assert!(eq("\\sum_{k=1}^{n} k", "\\frac{n(n+1)}{2}"));
     assert!(eq("x = \\frac{1}{2}", "0.5"));
     assert!(!eq("0/0", "0/0"));
