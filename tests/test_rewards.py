@@ -245,3 +245,29 @@ def test_python_reward_bad_return():
     r = combine(PythonReward(lambda c, g, n: ["x"], name="word"))
     with pytest.raises(InvalidInputError, match="non-number"):
         r.score_batch(["a"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pred=st.text(alphabet="abcXYZéΣσ 12\n\t.", max_size=20),
+    gold=st.text(alphabet="abcXYZéΣσ 12\n\t.", max_size=20),
+)
+def test_exact_whole_text_matches_python_reference(pred, gold):
+    ci = score_batch(ExactMatchReward(extract=False), [pred], gold).total[0]
+    cs = score_batch(ExactMatchReward(extract=False, case_sensitive=True), [pred], gold).total[0]
+    assert cs == float(pred.strip() == gold.strip())
+    assert ci == float(pred.strip().lower() == gold.strip().lower())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    completions=st.lists(st.text(max_size=120), min_size=1, max_size=8),
+    gold=st.one_of(st.none(), st.text(max_size=30)),
+)
+def test_no_exception_escapes_for_any_text(completions, gold):
+    r = combine(MathReward(), ChoiceReward(), ExactMatchReward(), FormatReward(THINK))
+    s = r.score_batch(completions, gold)
+    assert s.total.shape == (len(completions),) and s.total.dtype == np.float32
+    for col in s.columns.values():
+        finite = col[~np.isnan(col)]
+        assert set(finite.tolist()) <= {0.0, 1.0}
