@@ -37,6 +37,11 @@ __all__ = ["selective_log_softmax", "token_logprobs"]
 _CHUNK_ELEMENTS = 1 << 24
 
 
+# Token chunks shorter than this make the weight-gradient matmul inefficient;
+# the backward then walks blocks of the vocabulary instead.
+_MIN_CHUNK_ROWS = 256
+
+
 def _auto_chunk(vocab: int) -> int:
     return max(1, _CHUNK_ELEMENTS // max(vocab, 1))
 
@@ -155,11 +160,12 @@ class _FusedLinearLogProbs(torch.autograd.Function):
         g_ent = None if g_ent is None else g_ent.to(acc) / ctx.temperature
         n, vocab = h.shape[0], weight.shape[0]
         budget = ctx.chunk * vocab  # elements of one logit buffer
-        if n < vocab:
+        if ctx.chunk < _MIN_CHUNK_ROWS and n > ctx.chunk:
             # Blocks of the vocabulary over all tokens: each block's weight and
-            # bias gradient is written once, and only the small [n, H] hidden
-            # gradient is accumulated (chunks of tokens would re-read and
-            # re-write the whole [V, H] weight gradient for every chunk).
+            # bias gradient is written once, and only the [n, H] hidden gradient
+            # is accumulated. Chunks of few tokens would instead re-read and
+            # re-write the whole [V, H] weight gradient in matmuls with a short
+            # inner dimension (110 tokens at V = 151,936), which run slowly.
             grad_h = torch.zeros(h.shape, dtype=acc, device=h.device) if need_h else None
             grad_w = torch.empty_like(weight) if need_w else None
             grad_b = torch.empty_like(bias) if need_b else None
