@@ -37,6 +37,9 @@ const POINT_VALUES: [i64; 16] = [
 pub(crate) struct Cmp<'a> {
     pub opts: &'a CompareOptions,
     pub calls: std::cell::Cell<u64>,
+    pub cheap: std::cell::Cell<u64>,
+    /// Units of exact arithmetic spent so far (see [`super::Limits::max_work`]).
+    pub work: std::cell::Cell<u64>,
 }
 
 fn singleton(n: &Node) -> &Node {
@@ -178,14 +181,7 @@ fn set_like(n: &Node) -> bool {
 
 impl Cmp<'_> {
     pub(crate) fn equiv(&self, g: &Node, p: &Node) -> R<bool> {
-        let calls = self.calls.get() + 1;
-        self.calls.set(calls);
-        if calls > self.opts.limits.max_comparisons {
-            return Err(Rejection::OverBudget(format!(
-                "more than {} element comparisons",
-                self.opts.limits.max_comparisons
-            )));
-        }
+        self.count(1)?;
         let g = singleton(g);
         let p = singleton(p);
         match (g, p) {
@@ -333,10 +329,12 @@ impl Cmp<'_> {
         let mut ratio: Option<V> = None;
         let approx = a.has_decimal() || b.has_decimal();
         for point in 0..points_for(&syms) {
-            let mut ev = Evaluator::new(&self.opts.limits);
+            let mut ev = self.evaluator();
             bind(&mut ev, &syms, &ints, point);
-            let va = ev.eval(a)?;
-            let vb = ev.eval(b)?;
+            let va = ev.eval(a);
+            let vb = ev.eval(b);
+            self.work.set(ev.work);
+            let (va, vb) = (va?, vb?);
             if va == V::Undefined && vb == V::Undefined && !syms.is_empty() {
                 continue;
             }
@@ -348,11 +346,13 @@ impl Cmp<'_> {
                 _ => return Ok(false),
             }
             let r = {
-                let mut ev2 = Evaluator::new(&self.opts.limits);
-                ev2.eval(&Node::Div(
+                let mut ev2 = self.evaluator();
+                let r = ev2.eval(&Node::Div(
                     Box::new(value_node(&va)),
                     Box::new(value_node(&vb)),
-                ))?
+                ));
+                self.work.set(ev2.work);
+                r?
             };
             if positive && !is_positive(&r) {
                 return Ok(false);
@@ -409,6 +409,9 @@ impl Cmp<'_> {
 
     /// The same elements, in any order, duplicates ignored.
     fn unordered(&self, a: &[Node], b: &[Node]) -> R<bool> {
+        if a.iter().chain(b).all(|n| components(n).is_some()) {
+            return self.unordered_scalars(a, b);
+        }
         let a = self.dedup(a)?;
         let b = self.dedup(b)?;
         if a.len() != b.len() {
@@ -431,6 +434,118 @@ impl Cmp<'_> {
         Ok(true)
     }
 
+    /// [`Cmp::unordered`] for lists of scalars or tuples of scalars: each
+    /// component is evaluated once at the shared sample points, then the
+    /// samples are compared, so a long list costs n evaluations, not n².
+    fn unordered_scalars(&self, a: &[Node], b: &[Node]) -> R<bool> {
+        let all: Vec<&Node> = a
+            .iter()
+            .chain(b)
+            .flat_map(|n| components(n).unwrap_or_default())
+            .collect();
+        let syms = symbols_of(&all);
+        let ints = integer_symbols(&all);
+        let no_syms = syms.is_empty();
+        let sample = |n| self.sample_element(n, &syms, &ints);
+        let sa = a.iter().map(sample).collect::<R<Vec<_>>>()?;
+        let sb = b.iter().map(sample).collect::<R<Vec<_>>>()?;
+        let same = |x: &Sampled<'_>, y: &Sampled<'_>| -> R<bool> {
+            self.count_cheap()?;
+            if x.0 != y.0 || x.1.len() != y.1.len() {
+                return Ok(false);
+            }
+            Ok(x.1.iter().zip(&y.1).all(|(p, q)| {
+                self.samples_equal(&p.1, p.2, &q.1, q.2, no_syms)
+                    && !self.precisely_differ(p.0, q.0, no_syms)
+            }))
+        };
+        let dedup = |v: &[Sampled<'_>]| -> R<Vec<usize>> {
+            let mut keep: Vec<usize> = Vec::new();
+            for (i, x) in v.iter().enumerate() {
+                let mut dup = false;
+                for &k in &keep {
+                    if same(&v[k], x)? {
+                        dup = true;
+                        break;
+                    }
+                }
+                if !dup {
+                    keep.push(i);
+                }
+            }
+            Ok(keep)
+        };
+        let (ka, kb) = (dedup(&sa)?, dedup(&sb)?);
+        if ka.len() != kb.len() {
+            return Ok(false);
+        }
+        let mut used = vec![false; kb.len()];
+        for &i in &ka {
+            let mut found = false;
+            for (j, &k) in kb.iter().enumerate() {
+                if !used[j] && same(&sa[i], &sb[k])? {
+                    used[j] = true;
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn sample_element<'n>(
+        &self,
+        n: &'n Node,
+        syms: &[String],
+        ints: &BTreeSet<String>,
+    ) -> R<Sampled<'n>> {
+        let tuple = matches!(n, Node::Tuple(_));
+        let mut parts = Vec::new();
+        for c in components(n).unwrap_or_default() {
+            self.count(1)?;
+            parts.push((c, self.sample(c, syms, ints)?, c.has_decimal()));
+        }
+        Ok((tuple, parts))
+    }
+
+    /// The high-precision second look of [`Cmp::scalar_values`] for two
+    /// constants that agreed in `f64`.
+    fn precisely_differ(&self, a: &Node, b: &Node, no_syms: bool) -> bool {
+        no_syms && !a.has_decimal() && !b.has_decimal() && precise::differ(a, b) == Some(true)
+    }
+
+    /// An evaluator drawing on this comparison's one work budget.
+    fn evaluator(&self) -> Evaluator<'_> {
+        let mut ev = Evaluator::new(&self.opts.limits);
+        ev.work = self.work.get();
+        ev
+    }
+
+    fn count(&self, n: u64) -> R<()> {
+        let calls = self.calls.get() + n;
+        self.calls.set(calls);
+        if calls > self.opts.limits.max_comparisons {
+            return Err(Rejection::OverBudget(format!(
+                "more than {} element comparisons",
+                self.opts.limits.max_comparisons
+            )));
+        }
+        Ok(())
+    }
+
+    /// Comparing two samples costs a sixteenth of a full comparison.
+    fn count_cheap(&self) -> R<()> {
+        let cheap = self.cheap.get() + 1;
+        self.cheap.set(cheap);
+        if cheap % 16 == 0 {
+            self.count(1)?;
+        }
+        Ok(())
+    }
+
     fn scalar(&self, g: &Node, p: &Node) -> R<bool> {
         // A percentage gold accepts its number and its fraction: 10% = 10 = 0.1.
         if let Node::Percent(x) = g {
@@ -444,30 +559,48 @@ impl Cmp<'_> {
     fn scalar_values(&self, g: &Node, p: &Node) -> R<bool> {
         let syms = symbols_of(&[g, p]);
         let ints = integer_symbols(&[g, p]);
+        let vg = self.sample(g, &syms, &ints)?;
+        let vp = self.sample(p, &syms, &ints)?;
         let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        if !self.samples_equal(&vg, dg, &vp, dp, syms.is_empty()) {
+            return Ok(false);
+        }
+        // Two exact values equal only to float precision get a second,
+        // high-precision look (`\sqrt2 + 10^{-12}` is not `\sqrt2`).
+        let both_exact = matches!((&vg[0], &vp[0]), (V::Q(_), V::Q(_)));
+        if syms.is_empty() && !dg && !dp && !both_exact && precise::differ(g, p) == Some(true) {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// The values of `n` at the sample points for `syms`.
+    fn sample(&self, n: &Node, syms: &[String], ints: &BTreeSet<String>) -> R<Vec<V>> {
+        let mut out = Vec::with_capacity(3);
+        for point in 0..points_for(syms) {
+            let mut ev = self.evaluator();
+            bind(&mut ev, syms, ints, point);
+            let v = ev.eval(n);
+            self.work.set(ev.work);
+            out.push(v?);
+        }
+        Ok(out)
+    }
+
+    fn samples_equal(&self, a: &[V], dec_a: bool, b: &[V], dec_b: bool, no_syms: bool) -> bool {
         let mut defined = 0;
-        for point in 0..points_for(&syms) {
-            let mut ev = Evaluator::new(&self.opts.limits);
-            bind(&mut ev, &syms, &ints, point);
-            let vg = ev.eval(g)?;
-            let vp = ev.eval(p)?;
+        for (va, vb) in a.iter().zip(b) {
             // A point where both sides are undefined (a pole, a sum with a
             // non-integer bound) says nothing; any other point must agree.
-            if !syms.is_empty() && vg == V::Undefined && vp == V::Undefined {
+            if !no_syms && *va == V::Undefined && *vb == V::Undefined {
                 continue;
             }
-            if !self.values_equal(&vg, &vp, dg, dp) {
-                return Ok(false);
-            }
-            // Two exact values equal only to float precision get a second,
-            // high-precision look (`\sqrt2 + 10^{-12}` is not `\sqrt2`).
-            let both_exact = matches!((&vg, &vp), (V::Q(_), V::Q(_)));
-            if syms.is_empty() && !dg && !dp && !both_exact && precise::differ(g, p) == Some(true) {
-                return Ok(false);
+            if !self.values_equal(va, vb, dec_a, dec_b) {
+                return false;
             }
             defined += 1;
         }
-        Ok(defined > 0)
+        defined > 0
     }
 
     pub(crate) fn values_equal(&self, a: &V, b: &V, dec_a: bool, dec_b: bool) -> bool {
@@ -495,6 +628,22 @@ impl Cmp<'_> {
                 close(x, y, tol)
             }
         }
+    }
+}
+
+/// An element of a list sampled: whether it is a tuple, and each
+/// component with its values at the sample points and whether it has a
+/// decimal.
+type Sampled<'n> = (bool, Vec<(&'n Node, Vec<V>, bool)>);
+
+/// A plain scalar as one component, a tuple of plain scalars as its
+/// components; `None` for anything else.
+fn components(n: &Node) -> Option<Vec<&Node>> {
+    let plain = |n: &Node| !n.is_structure() && !matches!(n, Node::Percent(_) | Node::Ellipsis);
+    match n {
+        Node::Tuple(v) if !v.is_empty() && v.iter().all(plain) => Some(v.iter().collect()),
+        n if plain(n) => Some(vec![n]),
+        _ => None,
     }
 }
 

@@ -135,7 +135,9 @@ fn bits(r: &BigRational) -> u64 {
 pub(crate) struct Evaluator<'a> {
     pub limits: &'a Limits,
     pub env: Vec<(String, V)>,
-    work: u64,
+    /// Work done so far; starts from what the caller has already spent, so
+    /// one budget covers a whole comparison.
+    pub work: u64,
 }
 
 impl<'a> Evaluator<'a> {

@@ -46,8 +46,9 @@ pub struct Limits {
     /// Element comparisons for one pair of answers (matching two lists is
     /// quadratic).
     pub max_comparisons: u64,
-    /// Units of exact arithmetic for one evaluation (an operation on
-    /// b-bit numbers costs about b + b²/256).
+    /// Units of exact arithmetic for one comparison, all sample points and
+    /// elements together (an operation on b-bit numbers costs about
+    /// b + b²/256).
     pub max_work: u64,
 }
 
@@ -206,6 +207,8 @@ pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool
     compare::Cmp {
         opts,
         calls: std::cell::Cell::new(0),
+        cheap: std::cell::Cell::new(0),
+        work: std::cell::Cell::new(0),
     }
     .equiv(&gold.node, &pred.node)
 }

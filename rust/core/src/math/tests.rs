@@ -35,6 +35,8 @@ fn numbers() {
     ));
     assert!(eq("e^{2}", "e \\cdot e"));
     assert!(eq("2^{1/2}", "\\sqrt2"));
+    assert!(!eq("\\{\\sqrt{2}, 1\\}", "\\{1, \\sqrt{2} + 10^{-12}\\}"));
+    assert!(eq("\\{\\sqrt{8}, 1\\}", "\\{1, 2\\sqrt{2}\\}"));
 }
 
 #[test]
