@@ -1,6 +1,6 @@
 """math-verify's own test suite, run through grpo-fast's verifier.
 
-Each row of ``/work/shared/conformance/math_verify_suite.jsonl`` (gold, pred,
+Each row of ``tests/data/conformance/math_verify_suite.jsonl`` (gold, pred,
 what math-verify's tests expect, the config they ran with) is verified with
 the config mapped to our options: ``float_rounding = k`` becomes
 ``rel_tol = 10**-k`` (math-verify rounds to k places; we compare within a
@@ -22,7 +22,7 @@ import pytest
 
 from grpo_fast.verify import verify_detailed
 
-SUITE = Path("/work/shared/conformance/math_verify_suite.jsonl")
+SUITE = Path(__file__).parent / "data" / "conformance" / "math_verify_suite.jsonl"
 
 _MV = "tests/test_mixed_number_extraction.py::"
 
