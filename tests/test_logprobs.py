@@ -282,3 +282,37 @@ def test_bad_inputs_raise_invalid_input():
         selective_log_softmax(hidden @ weight.T, targets[:, :6])
     with pytest.raises(ValueError):  # InvalidInputError is a ValueError
         selective_log_softmax(hidden @ weight.T, torch.full_like(targets, 99))
+
+
+# --- the memory bound -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backward", ["vocab-blocks", "token-chunks"], indirect=True)
+def test_no_tensor_of_logit_size_is_ever_created(backward):
+    """Every tensor any op creates in forward + backward stays chunk-sized: none
+    holds the [N, V] logits (or their gradient), which the naive path creates."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class LargestOutput(TorchDispatchMode):
+        largest = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for x in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(x, torch.Tensor):
+                    LargestOutput.largest = max(LargestOutput.largest, x.numel())
+            return out
+
+    n_tokens, vocab, chunk = 96, 2000, 8
+    hidden, weight, _, targets = make(b=4, t=24, h=8, v=vocab, ignored=0)
+    h, w = leaves(hidden, weight)
+    with LargestOutput():
+        logp, ent = token_logprobs(h, w, targets, chunk_size=chunk, return_entropy=True)
+        (logp.sum() + ent.sum()).backward()
+    bound = max(chunk * vocab, w.numel())  # one logit buffer, or the weight's gradient
+    assert LargestOutput.largest <= bound < n_tokens * vocab
+
+    LargestOutput.largest = 0
+    with LargestOutput():  # the naive path, for contrast: the check can fail
+        torch.log_softmax(h @ w.T, -1).gather(-1, targets[..., None]).sum().backward()
+    assert LargestOutput.largest >= n_tokens * vocab
