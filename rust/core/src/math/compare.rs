@@ -558,7 +558,11 @@ impl Cmp<'_> {
 
     fn scalar_values(&self, g: &Node, p: &Node) -> R<bool> {
         let syms = symbols_of(&[g, p]);
-        let ints = integer_symbols(&[g, p]);
+        let ints = if syms.is_empty() {
+            BTreeSet::new()
+        } else {
+            integer_symbols(&[g, p])
+        };
         let vg = self.sample(g, &syms, &ints)?;
         let vp = self.sample(p, &syms, &ints)?;
         let (dg, dp) = (g.has_decimal(), p.has_decimal());

@@ -182,6 +182,11 @@ impl<'a> Evaluator<'a> {
         Ok(V::Q(Cq { re, im }))
     }
 
+    fn real(&mut self, re: BigRational) -> R<V> {
+        self.charge(&re)?;
+        Ok(q(re))
+    }
+
     fn lookup(&self, name: &str) -> Option<V> {
         self.env
             .iter()
@@ -322,6 +327,9 @@ impl<'a> Evaluator<'a> {
             (V::Inf(x), _) | (_, V::Inf(x)) => V::Inf(x),
             (V::Q(a), V::Q(b)) => {
                 self.precharge(&a, &b)?;
+                if a.im.is_zero() && b.im.is_zero() {
+                    return self.real(a.re + b.re);
+                }
                 self.cq(a.re + b.re, a.im + b.im)?
             }
             (a, b) => match (a.as_c64(), b.as_c64()) {
@@ -356,6 +364,9 @@ impl<'a> Evaluator<'a> {
             },
             (V::Q(a), V::Q(b)) => {
                 self.precharge(&a, &b)?;
+                if a.im.is_zero() && b.im.is_zero() {
+                    return self.real(a.re * b.re);
+                }
                 let re = &a.re * &b.re - &a.im * &b.im;
                 let im = &a.re * &b.im + &a.im * &b.re;
                 self.cq(re, im)?
@@ -378,6 +389,12 @@ impl<'a> Evaluator<'a> {
             (_, V::Inf(_)) => q(BigRational::zero()),
             (V::Q(a), V::Q(b)) => {
                 self.precharge(&a, &b)?;
+                if a.im.is_zero() && b.im.is_zero() {
+                    if b.re.is_zero() {
+                        return Ok(V::Undefined);
+                    }
+                    return self.real(a.re / b.re);
+                }
                 let d = &b.re * &b.re + &b.im * &b.im;
                 if d.is_zero() {
                     return Ok(V::Undefined);

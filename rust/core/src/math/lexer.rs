@@ -828,14 +828,10 @@ impl<'a> Lexer<'a> {
         }
         let digits = int.clone();
         let ten = BigInt::from(10u32);
-        let int_v: BigInt = if int.is_empty() {
-            BigInt::zero()
-        } else {
-            int.parse().unwrap_or_default()
-        };
+        let int_v: BigInt = small_or_big(&int);
         let mut value = BigRational::from_integer(int_v);
         if !frac.is_empty() {
-            let f: BigInt = frac.parse().unwrap_or_default();
+            let f: BigInt = small_or_big(&frac);
             value += BigRational::new(f, num_traits::pow(ten.clone(), frac.len()));
         }
         if !repeat.is_empty() {
@@ -868,6 +864,19 @@ impl<'a> Lexer<'a> {
         }
         self.push(T::Num(value, decimal, digits))
     }
+}
+
+/// A digit string as an integer (u64 parsing when it fits: most do).
+fn small_or_big(digits: &str) -> BigInt {
+    if digits.is_empty() {
+        return BigInt::zero();
+    }
+    if digits.len() <= 18 {
+        if let Ok(v) = digits.parse::<u64>() {
+            return BigInt::from(v);
+        }
+    }
+    digits.parse().unwrap_or_default()
 }
 
 fn is_matrix_env(env: &str) -> bool {
