@@ -278,6 +278,17 @@ def test_on_policy_ratio_is_one_and_gradient_is_advantage_weighted():
     torch.testing.assert_close(g[0], -adv[:, None] * m / m.sum())
 
 
+def test_old_and_reference_logp_are_constants():
+    logp, old, ref, adv, mask, _ = make(seed=13)
+    lp = logp.clone().requires_grad_(True)
+    # old_logp and ref_logp that carry a graph back to lp
+    loss, _ = policy_loss(lp, lp + (old - logp), adv, mask, ref_logp=lp + (ref - logp), beta=0.1)
+    loss.backward()
+    _, g = grads(lambda x: policy_loss(x, old, adv, mask, ref_logp=ref, beta=0.1)[0], logp)
+    torch.testing.assert_close(lp.grad, g[0], rtol=1e-12, atol=1e-12)
+    assert lp.grad.abs().sum() > 0
+
+
 def test_numpy_advantages_and_mask_float32():
     logp, old, _, adv, mask, _ = make(seed=9, dtype=torch.float32)
     adv_np = adv.numpy().astype(np.float32)

@@ -106,7 +106,9 @@ def policy_loss(
     >>> loss, metrics = policy_loss(logp, logp.detach(), np.array([1.0, -1, 0.5, 0]), mask)
     >>> loss.backward()
     """
-    old_logp, adv, m = _check_inputs(logp, old_logp, advantages, mask, ref_logp, beta, entropy)
+    old_logp, ref_logp, adv, m = _check_inputs(
+        logp, old_logp, advantages, mask, ref_logp, beta, entropy
+    )
     _check_options(eps_low, eps_high, dual_clip, delta, importance_sampling_level, kl, loss_type)
 
     # The importance ratio, per token or per sequence (GSPO).
@@ -235,14 +237,15 @@ def _check_inputs(
     ref_logp: Any,
     beta: float,
     entropy: Any,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
     if not isinstance(logp, torch.Tensor) or logp.dim() != 2 or not logp.is_floating_point():
         raise InvalidInputError(f"logp must be a float tensor [B, T], got {_describe(logp)}")
-    old = logp.detach() if old_logp is None else _check_like("old_logp", old_logp, logp)
+    # The sampling policy is a constant of the objective: never backpropagate into it.
+    old = (logp if old_logp is None else _check_like("old_logp", old_logp, logp)).detach()
     if beta != 0.0:
         if ref_logp is None:
             raise InvalidInputError(f"beta={beta} needs ref_logp (or set beta=0)")
-        _check_like("ref_logp", ref_logp, logp)
+        ref_logp = _check_like("ref_logp", ref_logp, logp).detach()
     if entropy is not None:
         _check_like("entropy", entropy, logp)
 
@@ -274,7 +277,7 @@ def _check_inputs(
         raise InvalidInputError(f"advantages is on {adv.device} but logp is on {logp.device}")
     # From numpy/CPU to logp's device and dtype (Rust hands f32 advantages).
     adv = adv.to(device=logp.device, dtype=logp.dtype)
-    return old, adv, m
+    return old, ref_logp, adv, m
 
 
 def _check_options(
