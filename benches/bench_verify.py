@@ -1,7 +1,7 @@
 """Answer verification: grpo-fast against math-verify on the same pairs, same run.
 
 Workloads:
-- the conformance suite (``/work/shared/conformance/math_verify_suite.jsonl``,
+- the conformance suite (``tests/data/conformance/math_verify_suite.jsonl``,
   or ``GRPO_FAST_CONFORMANCE``): every (gold, pred) pair, one core;
 - 2,000-character completions (prose, inline math, numbers) ending in a boxed
   answer, one core; grpo-fast's per-item median is reported in µs;
@@ -30,7 +30,10 @@ import pytest
 import grpo_fast
 
 SUITE = Path(
-    os.environ.get("GRPO_FAST_CONFORMANCE", "/work/shared/conformance/math_verify_suite.jsonl")
+    os.environ.get(
+        "GRPO_FAST_CONFORMANCE",
+        Path(__file__).parents[1] / "tests" / "data" / "conformance" / "math_verify_suite.jsonl",
+    )
 )
 WORDS = (
     "we first note that the sum of the two terms is equal to the product so "
