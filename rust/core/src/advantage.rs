@@ -210,9 +210,7 @@ impl Acc {
     }
 }
 
-/// Checks the input; returns whether every reward is finite (no NaN), which
-/// selects the branch-free kernels.
-fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<bool> {
+fn validate_shape<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<()> {
     if rewards.len() != groups.len() {
         return Err(CoreError::LengthMismatch {
             left: "rewards",
@@ -233,6 +231,12 @@ fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Resul
             params.success_threshold
         )));
     }
+    Ok(())
+}
+
+/// Rejects infinities; returns whether every reward is finite (no NaN),
+/// which selects the branch-free kernels.
+fn validate_values<R: Reward>(rewards: &[R]) -> Result<bool> {
     // A branch-free fold vectorises; the position is only looked for on failure.
     let finite = rewards
         .iter()
@@ -532,13 +536,12 @@ fn blocks<'a>(
 /// group's loops unroll into straight-line vector code.
 const UNIFORM_SIZES: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
 
-/// The common batch (every group the same small size, contiguous, no NaN) and a
+/// The common batch (every group the same small size, contiguous) and a
 /// group-local estimator.
-fn uniform_size(groups: &Groups, params: &Params, finite: bool) -> Option<usize> {
+fn uniform_size(groups: &Groups, params: &Params) -> Option<usize> {
     let sizes = groups.sizes();
     let g = *sizes.first()? as usize;
-    let eligible = finite
-        && groups.is_contiguous()
+    let eligible = groups.is_contiguous()
         && !needs_batch(params)
         && params.estimator != Estimator::GrpoPassk
         && UNIFORM_SIZES.contains(&g)
@@ -546,15 +549,17 @@ fn uniform_size(groups: &Groups, params: &Params, finite: bool) -> Option<usize>
     eligible.then_some(g)
 }
 
+/// The const-size kernel; `None` as soon as a group holds a NaN or an
+/// infinity (its sum is not finite), and the caller takes the general path.
 fn uniform<R: Reward, const G: usize>(
     rewards: &[R],
     params: &Params,
     par: bool,
     adv: &mut [f32],
     keep: &mut [bool],
-) -> Vec<Acc> {
+) -> Option<Vec<Acc>> {
     let t = params.success_threshold;
-    let one = |(x, a, k): (&[R], &mut [f32], &mut [bool])| -> Vec<Acc> {
+    let one = |(x, a, k): (&[R], &mut [f32], &mut [bool])| -> Option<Vec<Acc>> {
         let mut accs = Vec::with_capacity(x.len() / G);
         for ((x, a), k) in x
             .chunks_exact(G)
@@ -562,6 +567,9 @@ fn uniform<R: Reward, const G: usize>(
             .zip(k.chunks_exact_mut(G))
         {
             let acc = finite_group_acc::<R>(&x[..G], t);
+            if !acc.sum.is_finite() {
+                return None;
+            }
             let c = coeff(&acc, params, 0.0);
             let signal = acc.has_signal();
             if signal {
@@ -576,18 +584,18 @@ fn uniform<R: Reward, const G: usize>(
             k[..G].fill(signal);
             accs.push(acc);
         }
-        accs
+        Some(accs)
     };
     const GROUPS_PER_BLOCK: usize = 2048;
     let block = G * GROUPS_PER_BLOCK;
     if par {
-        rewards
+        let blocks: Option<Vec<Vec<Acc>>> = rewards
             .par_chunks(block)
             .zip(adv.par_chunks_mut(block))
             .zip(keep.par_chunks_mut(block))
             .map(|((x, a), k)| one((x, a, k)))
-            .flatten_iter()
-            .collect()
+            .collect();
+        blocks.map(|b| b.concat())
     } else {
         one((rewards, adv, keep))
     }
@@ -672,10 +680,40 @@ fn contiguous<R: Reward>(
 
 /// Compute advantages and group statistics for `rewards` grouped by `groups`.
 pub fn compute<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<Advantages> {
-    let finite = validate(rewards, groups, params)?;
+    validate_shape(rewards, groups, params)?;
     parallel::install(rewards.len(), |par| {
+        if let Some(g) = uniform_size(groups, params) {
+            // Finiteness is checked on the way (a group's sum), not in a pass of its own.
+            if let Some(out) = try_uniform(rewards, groups, params, par, g) {
+                return Ok(out);
+            }
+        }
+        let finite = validate_values(rewards)?;
         compute_inner(rewards, groups, params, Sweep { par, finite })
     })
+}
+
+fn try_uniform<R: Reward>(
+    rewards: &[R],
+    groups: &Groups,
+    params: &Params,
+    par: bool,
+    g: usize,
+) -> Option<Advantages> {
+    let n = rewards.len();
+    let mut advantages = vec![0.0f32; n];
+    let mut keep = vec![false; n];
+    let (a, k) = (&mut advantages, &mut keep);
+    let accs = match g {
+        2 => uniform::<R, 2>(rewards, params, par, a, k),
+        4 => uniform::<R, 4>(rewards, params, par, a, k),
+        8 => uniform::<R, 8>(rewards, params, par, a, k),
+        16 => uniform::<R, 16>(rewards, params, par, a, k),
+        32 => uniform::<R, 32>(rewards, params, par, a, k),
+        64 => uniform::<R, 64>(rewards, params, par, a, k),
+        _ => uniform::<R, 128>(rewards, params, par, a, k),
+    }?;
+    Some(finish(accs, groups, params, advantages, keep))
 }
 
 fn compute_inner<R: Reward>(
@@ -688,18 +726,7 @@ fn compute_inner<R: Reward>(
     let n = rewards.len();
     let mut advantages = vec![0.0f32; n];
     let mut keep = vec![false; n];
-    let accs = if let Some(g) = uniform_size(groups, params, finite) {
-        let (a, k) = (&mut advantages, &mut keep);
-        match g {
-            2 => uniform::<R, 2>(rewards, params, par, a, k),
-            4 => uniform::<R, 4>(rewards, params, par, a, k),
-            8 => uniform::<R, 8>(rewards, params, par, a, k),
-            16 => uniform::<R, 16>(rewards, params, par, a, k),
-            32 => uniform::<R, 32>(rewards, params, par, a, k),
-            64 => uniform::<R, 64>(rewards, params, par, a, k),
-            _ => uniform::<R, 128>(rewards, params, par, a, k),
-        }
-    } else if groups.is_contiguous() {
+    let accs = if groups.is_contiguous() {
         let sizes = groups.sizes();
         let top2 = params.estimator == Estimator::GrpoPassk;
         if needs_batch(params) {
@@ -777,7 +804,17 @@ fn compute_inner<R: Reward>(
         }
         accs
     };
+    Ok(finish(accs, groups, params, advantages, keep))
+}
 
+/// Group statistics from the accumulators, and the result.
+fn finish(
+    accs: Vec<Acc>,
+    groups: &Groups,
+    params: &Params,
+    advantages: Vec<f32>,
+    keep: Vec<bool>,
+) -> Advantages {
     let num_groups = accs.len();
     let no_signal = accs.iter().filter(|a| !a.has_signal()).count();
     let stats = GroupStats {
@@ -799,7 +836,7 @@ fn compute_inner<R: Reward>(
             })
             .collect(),
     };
-    Ok(Advantages {
+    Advantages {
         advantages,
         stats,
         keep,
@@ -808,7 +845,7 @@ fn compute_inner<R: Reward>(
         } else {
             no_signal as f64 / num_groups as f64
         },
-    })
+    }
 }
 
 #[cfg(test)]

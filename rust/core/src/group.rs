@@ -183,7 +183,46 @@ where
 
 /// Group integer ids.
 pub fn group_ints(ids: &[i64]) -> Result<Groups> {
+    check_len(ids.len())?;
+    if let Some(g) = equal_ascending_runs(ids) {
+        return Ok(Groups {
+            len: ids.len(),
+            sizes: vec![g as u32; ids.len() / g],
+            index: Vec::new(),
+            contiguous: true,
+        });
+    }
     group_by(ids.len(), |i| ids[i])
+}
+
+/// `Some(G)` when the ids are runs of exactly `G` equal ids with ascending
+/// values (`np.repeat(np.arange(B), G)`, the layout of nearly every batch),
+/// checked with branch-free folds over whole runs instead of one comparison
+/// and branch per id.
+fn equal_ascending_runs(ids: &[i64]) -> Option<usize> {
+    let first = *ids.first()?;
+    let g = ids.iter().position(|&x| x != first).unwrap_or(ids.len());
+    if ids.len() % g != 0 {
+        return None;
+    }
+    let runs_ok = |chunk: &[i64]| {
+        chunk.chunks_exact(g).fold(true, |ok, run| {
+            let v = run[0];
+            ok & run.iter().fold(true, |same, &x| same & (x == v))
+        })
+    };
+    let block = g * 4096;
+    let check = |par: bool| {
+        let runs = if par {
+            ids.par_chunks(block).all(runs_ok)
+        } else {
+            runs_ok(ids)
+        };
+        // Run values must ascend, which also makes them distinct.
+        let starts = ids.iter().step_by(g);
+        runs && starts.clone().zip(starts.skip(1)).all(|(a, b)| a < b)
+    };
+    parallel::install(ids.len(), check).then_some(g)
 }
 
 /// Group string ids.
@@ -235,6 +274,26 @@ mod tests {
         let g = group_rows(data, 4, 2).unwrap();
         assert_eq!(group_rows(b"", 3, 0).unwrap().sizes, vec![3]);
         assert_eq!(g.index, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn equal_ascending_runs_fast_path_agrees() {
+        for ids in [
+            vec![1i64, 1, 2, 2, 5, 5],
+            vec![1, 1, 2, 2, 1, 1],
+            vec![1, 1, 2, 2, 2],
+            vec![3, 3, 3],
+            vec![2, 2, 1, 1],
+        ] {
+            let fast = group_ints(&ids).unwrap();
+            let slow = group_by(ids.len(), |i| ids[i]).unwrap();
+            assert_eq!(fast.index(), slow.index(), "{ids:?}");
+            assert_eq!(fast.sizes(), slow.sizes(), "{ids:?}");
+        }
+        let big: Vec<i64> = (0..1_000_000).map(|i| i / 16).collect();
+        let g = group_ints(&big).unwrap();
+        assert!(g.is_contiguous());
+        assert_eq!(g.sizes(), vec![16u32; 62_500].as_slice());
     }
 
     #[test]
