@@ -8,9 +8,9 @@ use numpy::{
     PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 
-use crate::errors::{invalid, run, to_pyerr};
+use crate::errors::{invalid, run_sized, to_pyerr};
 
 /// Group ids as the Python façade prepares them: an int64 array, a list of
 /// str, or a 2-D uint8 array of fixed-width rows (numpy `S`/`U` arrays).
@@ -20,7 +20,7 @@ fn groups_of(py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Groups> {
         let slice = arr
             .as_slice()
             .map_err(|_| invalid("group_ids must be contiguous"))?;
-        return run(py, || group::group_ints(slice));
+        return run_sized(py, slice.len(), || group::group_ints(slice));
     }
     if let Ok(arr) = ids.extract::<PyReadonlyArray2<'_, u8>>() {
         let shape = arr.shape();
@@ -28,7 +28,7 @@ fn groups_of(py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Groups> {
         let slice = arr
             .as_slice()
             .map_err(|_| invalid("group_ids must be contiguous"))?;
-        return run(py, || group::group_rows(slice, rows, width));
+        return run_sized(py, slice.len(), || group::group_rows(slice, rows, width));
     }
     if let Ok(list) = ids.cast::<PyList>() {
         // Borrowed UTF-8 views are only valid while the GIL pins the list, so
@@ -100,7 +100,148 @@ fn compute<R: Reward + numpy::Element>(
     let slice = rewards
         .as_slice()
         .map_err(|_| invalid("rewards must be contiguous"))?;
-    run(py, || advantage::compute(slice, groups, params))
+    run_sized(py, slice.len(), || {
+        advantage::compute(slice, groups, params)
+    })
+}
+
+/// A per-rollout or per-group array, converted to numpy on first access:
+/// a caller that reads only `advantages` pays for one array, not eight.
+struct Lazy<T> {
+    raw: Vec<T>,
+    array: Option<Py<PyAny>>,
+}
+
+impl<T> Lazy<T> {
+    fn new(raw: Vec<T>) -> Self {
+        Self { raw, array: None }
+    }
+
+    fn get<'py, U: numpy::Element>(
+        &mut self,
+        py: Python<'py>,
+        convert: impl FnOnce(Vec<T>) -> Vec<U>,
+    ) -> Bound<'py, PyAny> {
+        match &self.array {
+            Some(array) => array.bind(py).clone(),
+            None => {
+                let array = convert(std::mem::take(&mut self.raw))
+                    .into_pyarray(py)
+                    .into_any();
+                self.array = Some(array.clone().unbind());
+                array
+            }
+        }
+    }
+}
+
+fn same<T>(v: Vec<T>) -> Vec<T> {
+    v
+}
+
+fn widen(v: Vec<u32>) -> Vec<i64> {
+    v.into_iter().map(i64::from).collect()
+}
+
+/// Per-rollout advantages and per-group statistics of
+/// `grpo_fast.compute_advantages`. Arrays are numpy, built on first access.
+///
+/// Attributes
+/// ----------
+/// advantages : float32 array [N]
+/// keep : bool array [N]
+///     DAPO dynamic sampling: False for unscorable rollouts and for every
+///     rollout of a group whose scorable rewards are all equal (no signal).
+/// group_index : int64 array [N]
+///     Group of each rollout (first-appearance order); indexes the arrays below.
+/// mean, std : float64 arrays [num_groups]
+///     Of the scorable rewards; mean is NaN for a group with none, std is 0
+///     with fewer than two.
+/// size, num_valid : int64 arrays [num_groups]
+///     Rollouts per group, and how many of them are scorable (not NaN).
+/// solve_rate : float64 array [num_groups]
+///     Fraction of scorable rollouts with reward >= ``success_threshold``.
+/// frac_zero_std : float
+///     Fraction of groups that carry no signal.
+/// num_groups : int
+#[pyclass(module = "grpo_fast", name = "AdvantageResult")]
+pub struct AdvantageResult {
+    advantages: Lazy<f32>,
+    keep: Lazy<bool>,
+    mean: Lazy<f64>,
+    std: Lazy<f64>,
+    size: Lazy<u32>,
+    num_valid: Lazy<u32>,
+    solve_rate: Lazy<f64>,
+    groups: Groups,
+    group_index: Option<Py<PyAny>>,
+    #[pyo3(get)]
+    frac_zero_std: f64,
+    #[pyo3(get)]
+    num_groups: usize,
+}
+
+#[pymethods]
+impl AdvantageResult {
+    #[getter]
+    fn advantages<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.advantages.get(py, same)
+    }
+
+    #[getter]
+    fn keep<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.keep.get(py, same)
+    }
+
+    #[getter]
+    fn mean<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.mean.get(py, same)
+    }
+
+    #[getter]
+    fn std<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.std.get(py, same)
+    }
+
+    #[getter]
+    fn size<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.size.get(py, widen)
+    }
+
+    #[getter]
+    fn num_valid<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.num_valid.get(py, widen)
+    }
+
+    #[getter]
+    fn solve_rate<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.solve_rate.get(py, same)
+    }
+
+    #[getter]
+    fn group_index<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
+        if let Some(index) = &self.group_index {
+            return index.bind(py).clone();
+        }
+        let index = widen(self.groups.index().into_owned())
+            .into_pyarray(py)
+            .into_any();
+        self.group_index = Some(index.clone().unbind());
+        index
+    }
+
+    fn __len__(&self) -> usize {
+        self.groups.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "AdvantageResult(n={}, num_groups={}, frac_zero_std={:.4})",
+            self.groups.len(),
+            self.num_groups,
+            self.frac_zero_std
+        )
+    }
 }
 
 /// Advantages and group statistics; the façade `grpo_fast.compute_advantages`
@@ -117,7 +258,7 @@ pub fn compute_advantages<'py>(
     eps: f64,
     unbiased: bool,
     success_threshold: f64,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<AdvantageResult> {
     let params = Params {
         estimator: estimator.parse().map_err(to_pyerr)?,
         scale: scale.parse().map_err(to_pyerr)?,
@@ -136,22 +277,17 @@ pub fn compute_advantages<'py>(
         )));
     };
     let stats = out.stats;
-    let dict = PyDict::new(py);
-    dict.set_item("advantages", out.advantages.into_pyarray(py))?;
-    dict.set_item("keep", out.keep.into_pyarray(py))?;
-    dict.set_item("mean", stats.mean.into_pyarray(py))?;
-    dict.set_item("std", stats.std.into_pyarray(py))?;
-    let widen = |v: Vec<u32>| v.into_iter().map(i64::from).collect::<Vec<i64>>();
-    dict.set_item("size", widen(stats.size).into_pyarray(py))?;
-    dict.set_item("num_valid", widen(stats.num_valid).into_pyarray(py))?;
-    dict.set_item("solve_rate", stats.solve_rate.into_pyarray(py))?;
-    dict.set_item("frac_zero_std", out.frac_zero_std)?;
-    // Contiguous groups have no index array; the façade derives it from
-    // `size` on first use rather than paying for it on every call.
-    if groups.is_contiguous() {
-        dict.set_item("group_index", py.None())?;
-    } else {
-        dict.set_item("group_index", groups.index().into_owned().into_pyarray(py))?;
-    }
-    Ok(dict)
+    Ok(AdvantageResult {
+        num_groups: groups.num_groups(),
+        advantages: Lazy::new(out.advantages),
+        keep: Lazy::new(out.keep),
+        mean: Lazy::new(stats.mean),
+        std: Lazy::new(stats.std),
+        size: Lazy::new(stats.size),
+        num_valid: Lazy::new(stats.num_valid),
+        solve_rate: Lazy::new(stats.solve_rate),
+        groups,
+        group_index: None,
+        frac_zero_std: out.frac_zero_std,
+    })
 }

@@ -39,7 +39,26 @@ pub fn run<T: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> Result<T, CoreError> + Send,
 ) -> PyResult<T> {
-    match py.detach(|| catch_unwind(AssertUnwindSafe(f))) {
+    finish(py.detach(|| catch_unwind(AssertUnwindSafe(f))))
+}
+
+/// [`run`] for work on `len` items: below a few thousand, releasing and
+/// re-taking the GIL costs more than the work, so small calls keep it.
+pub fn run_sized<T: Send>(
+    py: Python<'_>,
+    len: usize,
+    f: impl FnOnce() -> Result<T, CoreError> + Send,
+) -> PyResult<T> {
+    const KEEP_GIL_BELOW: usize = 4096;
+    if len < KEEP_GIL_BELOW {
+        finish(catch_unwind(AssertUnwindSafe(f)))
+    } else {
+        run(py, f)
+    }
+}
+
+fn finish<T>(out: std::thread::Result<Result<T, CoreError>>) -> PyResult<T> {
+    match out {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(to_pyerr(err)),
         Err(panic) => {

@@ -15,7 +15,7 @@ mod _core {
     use pyo3::prelude::*;
 
     #[pymodule_export]
-    use crate::advantage::{compute_advantages, group_ids};
+    use crate::advantage::{compute_advantages, group_ids, AdvantageResult};
     #[pymodule_export]
     use crate::threads::{get_num_threads, set_num_threads};
     #[pymodule_export]
