@@ -141,6 +141,36 @@ class HFSampler:
     def update_weights(self, model: Any) -> None:
         self.model = model
 
+    def _shared_prompt_cache(self, prompts: list[str], n: int, enc: dict[str, Any]) -> dict:
+        """Prefill each prompt once and repeat its key/value cache for its ``n`` samples.
+
+        ``generate`` then only runs the last prompt token and the new ones;
+        the samples (and the random stream) are the same as without it.
+        """
+        import inspect
+
+        import torch
+
+        decoder = getattr(self.model, self.model.base_model_prefix, None)
+        params = inspect.signature(decoder.forward).parameters if decoder is not None else {}
+        name = next((k for k in ("cache", "past_key_values") if k in params), None)
+        if name is None or enc["input_ids"].shape[1] < 2:
+            return {}
+        ids, attn = enc["input_ids"][::n], enc["attention_mask"][::n]
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            out = decoder(
+                input_ids=ids[:, :-1],
+                attention_mask=attn[:, :-1],
+                position_ids=pos[:, :-1],
+                use_cache=True,
+            )
+        cache = getattr(out, name, None)
+        if cache is None or not hasattr(cache, "batch_repeat_interleave"):
+            return {}
+        cache.batch_repeat_interleave(n)
+        return {name: cache}
+
     def sample(self, prompts: list[str], n: int, params: SamplingParams) -> Completions:
         import torch
 
@@ -167,6 +197,8 @@ class HFSampler:
                     )
                 else:
                     kwargs.update(temperature=None, top_p=None, top_k=None)
+                if n > 1 and step == len(rows):
+                    kwargs.update(self._shared_prompt_cache(prompts, n, enc))
                 with torch.inference_mode():
                     out = self.model.generate(
                         **enc,
