@@ -113,12 +113,144 @@ impl Default for Params {
 /// A reward element type the kernels accept without converting the array.
 pub trait Reward: Copy + Send + Sync {
     fn to_f64(self) -> f64;
+
+    /// `(sum, m2, min, max, solved)` of a group expected to hold no NaN (a NaN
+    /// or infinity makes `sum` non-finite). Element types with a vector
+    /// kernel override it.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn finite_stats(x: &[Self], threshold: f64) -> [f64; 5] {
+        let acc = finite_group_acc(x, threshold);
+        [acc.sum, acc.m2, acc.min, acc.max, f64::from(acc.solved)]
+    }
+
+    /// `out[i] = (x[i] - shift) * mul` in f32.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn write_centred(x: &[Self], shift: f32, mul: f32, out: &mut [f32]) {
+        for (a, r) in out.iter_mut().zip(x) {
+            *a = (r.to_f64() as f32 - shift) * mul;
+        }
+    }
 }
 
 impl Reward for f32 {
     #[inline]
     fn to_f64(self) -> f64 {
         f64::from(self)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn finite_stats(x: &[Self], threshold: f64) -> [f64; 5] {
+        if x.len() % 4 == 0 {
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            unsafe { sse2::finite_stats(x, threshold) }
+        } else {
+            let acc = finite_group_acc(x, threshold);
+            [acc.sum, acc.m2, acc.min, acc.max, f64::from(acc.solved)]
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn write_centred(x: &[Self], shift: f32, mul: f32, out: &mut [f32]) {
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        unsafe { sse2::write_centred(x, shift, mul, out) }
+    }
+}
+
+/// SSE2 kernels for f32 rewards. SSE2 is part of x86_64 itself, so no
+/// run-time detection is needed; wider units (AVX) would need it and are not
+/// used. Statistics are accumulated in f64 lanes.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::*;
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn hsum(v: __m128d) -> f64 {
+        let mut lanes = [0.0f64; 2];
+        // SAFETY: storing two f64 lanes into a two-element array.
+        unsafe { _mm_storeu_pd(lanes.as_mut_ptr(), v) };
+        lanes[0] + lanes[1]
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn lanes(v: __m128d) -> [f64; 2] {
+        let mut lanes = [0.0f64; 2];
+        // SAFETY: as in `hsum`.
+        unsafe { _mm_storeu_pd(lanes.as_mut_ptr(), v) };
+        lanes
+    }
+
+    /// `x.len()` must be a multiple of 4.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(super) fn finite_stats(x: &[f32], threshold: f64) -> [f64; 5] {
+        debug_assert!(x.len() % 4 == 0);
+        let (mut s0, mut s1) = (_mm_setzero_pd(), _mm_setzero_pd());
+        let (mut n0, mut n1) = (_mm_set1_pd(f64::INFINITY), _mm_set1_pd(f64::INFINITY));
+        let (mut x0, mut x1) = (
+            _mm_set1_pd(f64::NEG_INFINITY),
+            _mm_set1_pd(f64::NEG_INFINITY),
+        );
+        let (mut c0, mut c1) = (_mm_setzero_pd(), _mm_setzero_pd());
+        let t = _mm_set1_pd(threshold);
+        let one = _mm_set1_pd(1.0);
+        for c in x.chunks_exact(4) {
+            // SAFETY: `c` holds exactly four f32.
+            let v = unsafe { _mm_loadu_ps(c.as_ptr()) };
+            let lo = _mm_cvtps_pd(v);
+            let hi = _mm_cvtps_pd(_mm_movehl_ps(v, v));
+            s0 = _mm_add_pd(s0, lo);
+            s1 = _mm_add_pd(s1, hi);
+            n0 = _mm_min_pd(n0, lo);
+            n1 = _mm_min_pd(n1, hi);
+            x0 = _mm_max_pd(x0, lo);
+            x1 = _mm_max_pd(x1, hi);
+            c0 = _mm_add_pd(c0, _mm_and_pd(_mm_cmpge_pd(lo, t), one));
+            c1 = _mm_add_pd(c1, _mm_and_pd(_mm_cmpge_pd(hi, t), one));
+        }
+        let sum = hsum(_mm_add_pd(s0, s1));
+        let mean = _mm_set1_pd(sum / x.len() as f64);
+        let (mut m0, mut m1) = (_mm_setzero_pd(), _mm_setzero_pd());
+        for c in x.chunks_exact(4) {
+            // SAFETY: as above.
+            let v = unsafe { _mm_loadu_ps(c.as_ptr()) };
+            let lo = _mm_sub_pd(_mm_cvtps_pd(v), mean);
+            let hi = _mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(v, v)), mean);
+            m0 = _mm_add_pd(m0, _mm_mul_pd(lo, lo));
+            m1 = _mm_add_pd(m1, _mm_mul_pd(hi, hi));
+        }
+        let [a, b] = lanes(_mm_min_pd(n0, n1));
+        let [c, d] = lanes(_mm_max_pd(x0, x1));
+        [
+            sum,
+            hsum(_mm_add_pd(m0, m1)),
+            a.min(b),
+            c.max(d),
+            hsum(_mm_add_pd(c0, c1)),
+        ]
+    }
+
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    pub(super) fn write_centred(x: &[f32], shift: f32, mul: f32, out: &mut [f32]) {
+        let (sh, m) = (_mm_set1_ps(shift), _mm_set1_ps(mul));
+        let mut xs = x.chunks_exact(4);
+        let mut os = out.chunks_exact_mut(4);
+        for (c, o) in (&mut xs).zip(&mut os) {
+            // SAFETY: `c` and `o` hold exactly four f32 each.
+            unsafe {
+                let v = _mm_loadu_ps(c.as_ptr());
+                _mm_storeu_ps(o.as_mut_ptr(), _mm_mul_ps(_mm_sub_ps(v, sh), m));
+            }
+        }
+        for (a, &r) in os.into_remainder().iter_mut().zip(xs.remainder()) {
+            *a = (r - shift) * mul;
+        }
     }
 }
 
@@ -549,7 +681,16 @@ fn uniform_size(groups: &Groups, params: &Params) -> Option<usize> {
     eligible.then_some(g)
 }
 
-/// The const-size kernel; `None` as soon as a group holds a NaN or an
+/// Per-group outputs of the const-size kernel, one block's worth.
+struct GroupOut<'a> {
+    mean: &'a mut [f64],
+    std: &'a mut [f64],
+    solve_rate: &'a mut [f64],
+}
+
+/// The const-size kernel. It writes the final group statistics itself (no
+/// accumulator array, no serial pass after it) and returns the number of
+/// groups without signal; `None` as soon as a group holds a NaN or an
 /// infinity (its sum is not finite), and the caller takes the general path.
 fn uniform<R: Reward, const G: usize>(
     rewards: &[R],
@@ -557,47 +698,86 @@ fn uniform<R: Reward, const G: usize>(
     par: bool,
     adv: &mut [f32],
     keep: &mut [bool],
-) -> Option<Vec<Acc>> {
+    stats: &mut GroupStats,
+) -> Option<usize> {
     let t = params.success_threshold;
-    let one = |(x, a, k): (&[R], &mut [f32], &mut [bool])| -> Option<Vec<Acc>> {
-        let mut accs = Vec::with_capacity(x.len() / G);
-        for ((x, a), k) in x
+    let one = |x: &[R], a: &mut [f32], k: &mut [bool], out: GroupOut<'_>| -> Option<usize> {
+        let mut no_signal = 0;
+        let per_group = x
             .chunks_exact(G)
             .zip(a.chunks_exact_mut(G))
             .zip(k.chunks_exact_mut(G))
-        {
-            let acc = finite_group_acc::<R>(&x[..G], t);
-            if !acc.sum.is_finite() {
+            .zip(out.mean.iter_mut().zip(out.std.iter_mut()))
+            .zip(out.solve_rate.iter_mut());
+        for ((((x, a), k), (mean, std)), solve) in per_group {
+            let [sum, m2, min, max, solved] = R::finite_stats(&x[..G], t);
+            if !sum.is_finite() {
                 return None;
             }
+            let acc = Acc {
+                n: G as u32,
+                solved: solved as u32,
+                sum,
+                m2,
+                min,
+                max,
+                ..Acc::EMPTY
+            };
             let c = coeff(&acc, params, 0.0);
             let signal = acc.has_signal();
             if signal {
-                // In f32, four lanes wide; the statistics stay f64.
-                let (shift, mul) = (c.shift as f32, c.mul as f32);
-                for (a, r) in a[..G].iter_mut().zip(&x[..G]) {
-                    *a = (r.to_f64() as f32 - shift) * mul;
-                }
+                R::write_centred(&x[..G], c.shift as f32, c.mul as f32, &mut a[..G]);
             } else {
                 a[..G].fill(0.0);
+                no_signal += 1;
             }
             k[..G].fill(signal);
-            accs.push(acc);
+            *mean = acc.mean();
+            *std = std_of(m2, G as u64, params.unbiased);
+            *solve = solved / G as f64;
         }
-        Some(accs)
+        Some(no_signal)
     };
     const GROUPS_PER_BLOCK: usize = 2048;
     let block = G * GROUPS_PER_BLOCK;
+    let GroupStats {
+        mean,
+        std,
+        solve_rate,
+        ..
+    } = stats;
     if par {
-        let blocks: Option<Vec<Vec<Acc>>> = rewards
+        rewards
             .par_chunks(block)
             .zip(adv.par_chunks_mut(block))
             .zip(keep.par_chunks_mut(block))
-            .map(|((x, a), k)| one((x, a, k)))
-            .collect();
-        blocks.map(|b| b.concat())
+            .zip(mean.par_chunks_mut(GROUPS_PER_BLOCK))
+            .zip(std.par_chunks_mut(GROUPS_PER_BLOCK))
+            .zip(solve_rate.par_chunks_mut(GROUPS_PER_BLOCK))
+            .map(|(((((x, a), k), mean), std), solve_rate)| {
+                one(
+                    x,
+                    a,
+                    k,
+                    GroupOut {
+                        mean,
+                        std,
+                        solve_rate,
+                    },
+                )
+            })
+            .try_reduce(|| 0, |p, q| Some(p + q))
     } else {
-        one((rewards, adv, keep))
+        one(
+            rewards,
+            adv,
+            keep,
+            GroupOut {
+                mean,
+                std,
+                solve_rate,
+            },
+        )
     }
 }
 
@@ -680,16 +860,55 @@ fn contiguous<R: Reward>(
 
 /// Compute advantages and group statistics for `rewards` grouped by `groups`.
 pub fn compute<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<Advantages> {
+    let mut advantages = vec![0.0f32; rewards.len()];
+    let mut keep = vec![false; rewards.len()];
+    let (stats, frac_zero_std) = compute_into(rewards, groups, params, &mut advantages, &mut keep)?;
+    Ok(Advantages {
+        advantages,
+        stats,
+        keep,
+        frac_zero_std,
+    })
+}
+
+/// [`compute`] into caller-provided outputs (the binding hands numpy's
+/// buffers, which numpy backs with huge pages); returns the group statistics
+/// and `frac_zero_std`. Every element of both outputs is written.
+pub fn compute_into<R: Reward>(
+    rewards: &[R],
+    groups: &Groups,
+    params: &Params,
+    advantages: &mut [f32],
+    keep: &mut [bool],
+) -> Result<(GroupStats, f64)> {
     validate_shape(rewards, groups, params)?;
+    if advantages.len() != rewards.len() || keep.len() != rewards.len() {
+        return Err(CoreError::InvalidParameter(format!(
+            "outputs have {} and {} entries for {} rewards",
+            advantages.len(),
+            keep.len(),
+            rewards.len()
+        )));
+    }
     parallel::install(rewards.len(), |par| {
         if let Some(g) = uniform_size(groups, params) {
             // Finiteness is checked on the way (a group's sum), not in a pass of its own.
-            if let Some(out) = try_uniform(rewards, groups, params, par, g) {
+            if let Some(out) = try_uniform(rewards, groups, params, par, g, advantages, keep) {
                 return Ok(out);
             }
         }
         let finite = validate_values(rewards)?;
-        compute_inner(rewards, groups, params, Sweep { par, finite })
+        advantages.fill(0.0);
+        keep.fill(false);
+        let accs = compute_inner(
+            rewards,
+            groups,
+            params,
+            Sweep { par, finite },
+            advantages,
+            keep,
+        );
+        Ok(finish(accs, groups, params))
     })
 }
 
@@ -699,33 +918,40 @@ fn try_uniform<R: Reward>(
     params: &Params,
     par: bool,
     g: usize,
-) -> Option<Advantages> {
-    let n = rewards.len();
-    let mut advantages = vec![0.0f32; n];
-    let mut keep = vec![false; n];
-    let (a, k) = (&mut advantages, &mut keep);
-    let accs = match g {
-        2 => uniform::<R, 2>(rewards, params, par, a, k),
-        4 => uniform::<R, 4>(rewards, params, par, a, k),
-        8 => uniform::<R, 8>(rewards, params, par, a, k),
-        16 => uniform::<R, 16>(rewards, params, par, a, k),
-        32 => uniform::<R, 32>(rewards, params, par, a, k),
-        64 => uniform::<R, 64>(rewards, params, par, a, k),
-        _ => uniform::<R, 128>(rewards, params, par, a, k),
+    a: &mut [f32],
+    k: &mut [bool],
+) -> Option<(GroupStats, f64)> {
+    let ng = groups.num_groups();
+    let mut stats = GroupStats {
+        mean: vec![0.0; ng],
+        std: vec![0.0; ng],
+        size: groups.sizes().to_vec(),
+        num_valid: groups.sizes().to_vec(),
+        solve_rate: vec![0.0; ng],
+    };
+    let s = &mut stats;
+    let no_signal = match g {
+        2 => uniform::<R, 2>(rewards, params, par, a, k, s),
+        4 => uniform::<R, 4>(rewards, params, par, a, k, s),
+        8 => uniform::<R, 8>(rewards, params, par, a, k, s),
+        16 => uniform::<R, 16>(rewards, params, par, a, k, s),
+        32 => uniform::<R, 32>(rewards, params, par, a, k, s),
+        64 => uniform::<R, 64>(rewards, params, par, a, k, s),
+        _ => uniform::<R, 128>(rewards, params, par, a, k, s),
     }?;
-    Some(finish(accs, groups, params, advantages, keep))
+    Some((stats, no_signal as f64 / ng as f64))
 }
 
+/// The general path; `advantages` and `keep` arrive zeroed.
 fn compute_inner<R: Reward>(
     rewards: &[R],
     groups: &Groups,
     params: &Params,
     sweep: Sweep,
-) -> Result<Advantages> {
+    advantages: &mut [f32],
+    keep: &mut [bool],
+) -> Vec<Acc> {
     let Sweep { par, finite } = sweep;
-    let n = rewards.len();
-    let mut advantages = vec![0.0f32; n];
-    let mut keep = vec![false; n];
     let accs = if groups.is_contiguous() {
         let sizes = groups.sizes();
         let top2 = params.estimator == Estimator::GrpoPassk;
@@ -745,26 +971,10 @@ fn compute_inner<R: Reward>(
                     )
                 })
                 .collect();
-            contiguous(
-                rewards,
-                sizes,
-                params,
-                sweep,
-                &mut advantages,
-                &mut keep,
-                Some(&accs),
-            );
+            contiguous(rewards, sizes, params, sweep, advantages, keep, Some(&accs));
             accs
         } else {
-            contiguous(
-                rewards,
-                sizes,
-                params,
-                sweep,
-                &mut advantages,
-                &mut keep,
-                None,
-            )
+            contiguous(rewards, sizes, params, sweep, advantages, keep, None)
         }
     } else {
         let index = groups.index();
@@ -804,17 +1014,11 @@ fn compute_inner<R: Reward>(
         }
         accs
     };
-    Ok(finish(accs, groups, params, advantages, keep))
+    accs
 }
 
 /// Group statistics from the accumulators, and the result.
-fn finish(
-    accs: Vec<Acc>,
-    groups: &Groups,
-    params: &Params,
-    advantages: Vec<f32>,
-    keep: Vec<bool>,
-) -> Advantages {
+fn finish(accs: Vec<Acc>, groups: &Groups, params: &Params) -> (GroupStats, f64) {
     let num_groups = accs.len();
     let no_signal = accs.iter().filter(|a| !a.has_signal()).count();
     let stats = GroupStats {
@@ -836,16 +1040,12 @@ fn finish(
             })
             .collect(),
     };
-    Advantages {
-        advantages,
-        stats,
-        keep,
-        frac_zero_std: if num_groups == 0 {
-            0.0
-        } else {
-            no_signal as f64 / num_groups as f64
-        },
-    }
+    let frac_zero_std = if num_groups == 0 {
+        0.0
+    } else {
+        no_signal as f64 / num_groups as f64
+    };
+    (stats, frac_zero_std)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Grouping and advantages.
 
-use grpo_fast_core::advantage::{self, Advantages, Params, Reward};
+use grpo_fast_core::advantage::{self, GroupStats, Params, Reward};
 use grpo_fast_core::group::{self, Groups};
 use grpo_fast_core::CoreError;
 use numpy::{
@@ -91,18 +91,41 @@ pub fn group_ids<'py>(
     ))
 }
 
-fn compute<R: Reward + numpy::Element>(
-    py: Python<'_>,
-    rewards: PyReadonlyArray1<'_, R>,
+/// Runs the core into numpy-allocated outputs: numpy backs large arrays with
+/// huge pages, so writing fresh output costs far fewer page faults than a
+/// `Vec` would, and the arrays are handed over without a copy.
+#[allow(clippy::type_complexity)]
+fn compute<'py, R: Reward + numpy::Element>(
+    py: Python<'py>,
+    rewards: PyReadonlyArray1<'py, R>,
     groups: &Groups,
     params: &Params,
-) -> PyResult<Advantages> {
+) -> PyResult<(
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<bool>>,
+    GroupStats,
+    f64,
+)> {
     let slice = rewards
         .as_slice()
         .map_err(|_| invalid("rewards must be contiguous"))?;
-    run_sized(py, slice.len(), || {
-        advantage::compute(slice, groups, params)
-    })
+    let n = slice.len();
+    let adv = PyArray1::<f32>::zeros(py, n, false);
+    let keep = PyArray1::<bool>::zeros(py, n, false);
+    let (stats, frac) = {
+        let mut adv_rw = adv.readwrite();
+        let mut keep_rw = keep.readwrite();
+        let a = adv_rw
+            .as_slice_mut()
+            .map_err(|_| invalid("internal: output not contiguous"))?;
+        let k = keep_rw
+            .as_slice_mut()
+            .map_err(|_| invalid("internal: output not contiguous"))?;
+        run_sized(py, n, || {
+            advantage::compute_into(slice, groups, params, a, k)
+        })?
+    };
+    Ok((adv, keep, stats, frac))
 }
 
 /// A per-rollout or per-group array, converted to numpy on first access:
@@ -166,8 +189,8 @@ fn widen(v: Vec<u32>) -> Vec<i64> {
 /// num_groups : int
 #[pyclass(module = "grpo_fast", name = "AdvantageResult")]
 pub struct AdvantageResult {
-    advantages: Lazy<f32>,
-    keep: Lazy<bool>,
+    advantages: Py<PyAny>,
+    keep: Py<PyAny>,
     mean: Lazy<f64>,
     std: Lazy<f64>,
     size: Lazy<u32>,
@@ -184,13 +207,13 @@ pub struct AdvantageResult {
 #[pymethods]
 impl AdvantageResult {
     #[getter]
-    fn advantages<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.advantages.get(py, same)
+    fn advantages<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.advantages.bind(py).clone()
     }
 
     #[getter]
-    fn keep<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.keep.get(py, same)
+    fn keep<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.keep.bind(py).clone()
     }
 
     #[getter]
@@ -267,20 +290,20 @@ pub fn compute_advantages<'py>(
         success_threshold,
     };
     let groups = groups_of(py, group_ids)?;
-    let out = if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
-        compute(py, r, &groups, &params)?
-    } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f64>>() {
-        compute(py, r, &groups, &params)?
-    } else {
-        return Err(to_pyerr(CoreError::InvalidParameter(
-            "rewards must be a 1-D float32 or float64 array".into(),
-        )));
-    };
-    let stats = out.stats;
+    let (adv, keep, stats, frac_zero_std) =
+        if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
+            compute(py, r, &groups, &params)?
+        } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f64>>() {
+            compute(py, r, &groups, &params)?
+        } else {
+            return Err(to_pyerr(CoreError::InvalidParameter(
+                "rewards must be a 1-D float32 or float64 array".into(),
+            )));
+        };
     Ok(AdvantageResult {
         num_groups: groups.num_groups(),
-        advantages: Lazy::new(out.advantages),
-        keep: Lazy::new(out.keep),
+        advantages: adv.into_any().unbind(),
+        keep: keep.into_any().unbind(),
         mean: Lazy::new(stats.mean),
         std: Lazy::new(stats.std),
         size: Lazy::new(stats.size),
@@ -288,6 +311,6 @@ pub fn compute_advantages<'py>(
         solve_rate: Lazy::new(stats.solve_rate),
         groups,
         group_index: None,
-        frac_zero_std: out.frac_zero_std,
+        frac_zero_std,
     })
 }
