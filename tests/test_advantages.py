@@ -255,7 +255,9 @@ def test_strided_input_is_accepted():
         ([1.0], [1], {"scale": "tokens"}, "unknown scale 'tokens'"),
         ([1.0], [1], {"eps": -1.0}, "eps must be a finite number >= 0"),
         ([1.0], [1.5], {}, "group_ids must be ints or strings, got dtype float64"),
-        ([1.0, 2.0], ["a", 1], {}, "group_ids must be all str or all int"),
+        ([1.0, 2.0], ["a", 1], {}, r"group_ids\[1\] is int; expected every id to be a str"),
+        ([1.0, 2.0], [1, "a"], {}, "group_ids must be all str or all int"),
+        ([1.0, 2.0], np.array([1, None], dtype=object), {}, "must be all str or all int"),
         (["x"], [1], {}, "rewards must hold numbers"),
     ],
 )

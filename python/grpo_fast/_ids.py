@@ -44,25 +44,33 @@ def as_float_array(values: Any, name: str) -> np.ndarray:
 
 
 def as_group_ids(ids: Any) -> Any:
-    """An int64 array, a list of str, or a 2-D uint8 view of fixed-width strings."""
+    """An int64 array, a list of str, or a 2-D uint8 view of fixed-width strings.
+
+    No Python-level loop over the ids: a list whose first id is a str goes to
+    the core as it is (which checks every element and names the first that is
+    not a str); anything else goes through numpy.
+    """
     ids = _to_numpy(ids)
+    if isinstance(ids, np.ndarray) and ids.dtype == object:
+        ids = ids.tolist()
     if isinstance(ids, (list, tuple)):
         if len(ids) == 0:
             return np.zeros(0, dtype=np.int64)
-        if all(isinstance(i, str) for i in ids):
+        if isinstance(ids[0], str):
             return ids if isinstance(ids, list) else list(ids)
-        if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
-            try:
-                return np.asarray(ids, dtype=np.int64)
-            except OverflowError:
-                raise InvalidInputError("group_ids hold an int outside the int64 range") from None
-        kinds = sorted({type(i).__name__ for i in ids})
-        if any(isinstance(i, str) for i in ids):
-            raise InvalidInputError(f"group_ids must be all str or all int, got a mix of {kinds}")
-    try:
+        try:
+            arr = np.asarray(ids)
+        except (ValueError, OverflowError) as e:
+            raise InvalidInputError(
+                f"group_ids must be a 1-D sequence of ints or str: {e}"
+            ) from None
+        if arr.dtype.kind in "USO":
+            raise InvalidInputError(
+                f"group_ids must be all str or all int; the first is a "
+                f"{type(ids[0]).__name__} but they convert to dtype {arr.dtype}"
+            )
+    else:
         arr = np.asarray(ids)
-    except ValueError as e:
-        raise InvalidInputError(f"group_ids must be a 1-D sequence of ints or str: {e}") from None
     if arr.ndim != 1:
         raise InvalidInputError(f"group_ids must be 1-D, got shape {arr.shape}")
     kind = arr.dtype.kind
