@@ -78,7 +78,7 @@ class TrainerConfig:
         metadata=_doc("where metrics.jsonl, curves.png and checkpoints/ go"),
     )
     # Batch shape.
-    max_steps: int = field(default=300, metadata=_doc("generation batches to train on"))
+    max_steps: int = field(default=1000, metadata=_doc("generation batches to train on"))
     prompts_per_step: int = field(default=8, metadata=_doc("prompts per step (per rank)"))
     num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt"))
     # Sampling.
@@ -127,7 +127,7 @@ class TrainerConfig:
     )
     max_refill_rounds: int = field(default=3, metadata=_doc("extra sampling rounds per step"))
     # Evaluation, logging, checkpoints.
-    eval_every: int = field(default=50, metadata=_doc("evaluate every N steps (0 = start/end)"))
+    eval_every: int = field(default=100, metadata=_doc("evaluate every N steps (0 = start/end)"))
     eval_size: int = field(default=500, metadata=_doc("held-out prompts per evaluation"))
     save_every: int = field(default=0, metadata=_doc("checkpoint every N steps (0 = at the end)"))
     keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept"))
