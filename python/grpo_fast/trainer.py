@@ -429,7 +429,6 @@ class Trainer:
     # ------------------------------------------------------------------ the step
     def step(self) -> dict[str, Any]:
         """One generation batch: sample, verify, advantages, loss, update."""
-        cfg = self.config
         t0 = time.perf_counter()
         batch, stats = self._rollout()
         t_rollout = time.perf_counter()
@@ -450,7 +449,6 @@ class Trainer:
             "time_step": t_end - t0,
             "time_loss": t_end - t_rollout,
         }
-        del cfg
         return record
 
     def _rollout(self) -> tuple[Batch, dict[str, Any]]:
