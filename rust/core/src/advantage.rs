@@ -120,8 +120,7 @@ pub trait Reward: Copy + Send + Sync {
     #[doc(hidden)]
     #[inline(always)]
     fn finite_stats(x: &[Self], threshold: f64) -> [f64; 5] {
-        let acc = finite_group_acc(x, threshold);
-        [acc.sum, acc.m2, acc.min, acc.max, f64::from(acc.solved)]
+        portable_stats(x, threshold)
     }
 
     /// `out[i] = (x[i] - shift) * mul` in f32.
@@ -147,8 +146,7 @@ impl Reward for f32 {
             // SAFETY: SSE2 is part of the x86_64 baseline.
             unsafe { sse2::finite_stats(x, threshold) }
         } else {
-            let acc = finite_group_acc(x, threshold);
-            [acc.sum, acc.m2, acc.min, acc.max, f64::from(acc.solved)]
+            portable_stats(x, threshold)
         }
     }
 
@@ -158,6 +156,12 @@ impl Reward for f32 {
         // SAFETY: SSE2 is part of the x86_64 baseline.
         unsafe { sse2::write_centred(x, shift, mul, out) }
     }
+}
+
+#[inline(always)]
+fn portable_stats<R: Reward>(x: &[R], threshold: f64) -> [f64; 5] {
+    let acc = finite_group_acc(x, threshold);
+    [acc.sum, acc.m2, acc.min, acc.max, f64::from(acc.solved)]
 }
 
 /// SSE2 kernels for f32 rewards. SSE2 is part of x86_64 itself, so no
