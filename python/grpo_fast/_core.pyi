@@ -42,6 +42,7 @@ def compute_advantages(
     unbiased: bool,
     success_threshold: float,
 ) -> AdvantageResult: ...
+
 @final
 class AdvantageResult:
     @property
