@@ -92,37 +92,12 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_jsonl(path: str, columns: list[str]) -> list[dict[str, Any]]:
-    p = Path(path)
-    if not p.is_file():
-        raise InvalidInputError(f"{path!r} does not exist or is not a file")
-    rows = []
-    for lineno, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InvalidInputError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise InvalidInputError(f"{path}:{lineno}: expected a JSON object per line")
-        missing = [c for c in columns if c not in row]
-        if missing:
-            raise InvalidInputError(
-                f"{path}:{lineno}: missing column(s) {missing}; expected columns {columns}"
-            )
-        rows.append(row)
-    if not rows:
-        raise InvalidInputError(f"{path!r} is empty: it needs at least one row")
-    return rows
-
-
 def _score(args: argparse.Namespace) -> int:
     import grpo_fast
-    from grpo_fast.trainer import score
+    from grpo_fast.trainer import read_jsonl, score
 
     group_col = args.group_column
-    rows = _read_jsonl(args.input, [args.completion_column, args.answer_column, group_col])
+    rows = read_jsonl(args.input, [args.completion_column, args.answer_column, group_col], "input")
     rewards = score(
         args.verifier,
         [str(r[args.answer_column]) for r in rows],

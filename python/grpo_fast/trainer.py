@@ -199,8 +199,14 @@ class TrainerConfig:
         return cls(**values)
 
 
-def load_tasks(path: str | os.PathLike[str], what: str = "dataset") -> list[dict[str, str]]:
-    """Rows of a JSONL file with string-able ``prompt`` and ``answer`` columns."""
+def read_jsonl(
+    path: str | os.PathLike[str], columns: list[str], what: str = "dataset"
+) -> list[dict[str, Any]]:
+    """The rows of a JSONL file, each a JSON object holding every one of ``columns``.
+
+    Every way the file can be unusable (missing, not JSON, a column missing,
+    empty) is an :class:`InvalidInputError` naming the file and line.
+    """
     p = Path(path)
     if not p.is_file():
         raise InvalidInputError(f"{what} {str(p)!r} does not exist or is not a file")
@@ -215,16 +221,23 @@ def load_tasks(path: str | os.PathLike[str], what: str = "dataset") -> list[dict
                 raise InvalidInputError(f"{p}:{lineno}: not valid JSON ({e.msg})") from None
             if not isinstance(row, dict):
                 raise InvalidInputError(f"{p}:{lineno}: expected a JSON object per line")
-            missing = [c for c in ("prompt", "answer") if c not in row]
+            missing = [c for c in columns if c not in row]
             if missing:
                 raise InvalidInputError(
-                    f"{p}:{lineno}: missing column(s) {missing}; each line needs "
-                    "'prompt' and 'answer'"
+                    f"{p}:{lineno}: missing column(s) {missing}; each line needs {columns}"
                 )
-            rows.append({"prompt": str(row["prompt"]), "answer": str(row["answer"])})
+            rows.append(row)
     if not rows:
         raise InvalidInputError(f"{what} {str(p)!r} is empty: it needs at least one row")
     return rows
+
+
+def load_tasks(path: str | os.PathLike[str], what: str = "dataset") -> list[dict[str, str]]:
+    """Rows of a JSONL file with string-able ``prompt`` and ``answer`` columns."""
+    return [
+        {"prompt": str(row["prompt"]), "answer": str(row["answer"])}
+        for row in read_jsonl(path, ["prompt", "answer"], what)
+    ]
 
 
 def score(verifier: str, golds: list[str], completions: list[str]) -> np.ndarray:
