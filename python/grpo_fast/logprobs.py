@@ -116,6 +116,27 @@ def _chunks(n: int, size: int) -> list[tuple[int, int]]:
 # Fused lm_head + log-softmax + gather.
 
 
+def _forward_chunks(
+    x: torch.Tensor,
+    t: torch.Tensor,
+    chunk: int,
+    want_entropy: bool,
+    logits_of: Any,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(logp, lse, entropy)`` over rows of ``x``, one chunk of fp32 logits
+    (``logits_of(start, end)``) alive at a time; shared by both forwards."""
+    n = x.shape[0]
+    out_dtype = _acc_dtype(x.dtype)
+    logp = torch.empty(n, dtype=out_dtype, device=x.device)
+    lse = torch.empty_like(logp)
+    entropy = torch.empty(n if want_entropy else 0, dtype=out_dtype, device=x.device)
+    for s, e in _chunks(n, chunk):
+        lse[s:e], logp[s:e], ent = _chunk_forward(logits_of(s, e), t[s:e], want_entropy)
+        if ent is not None:
+            entropy[s:e] = ent
+    return logp, lse, entropy
+
+
 class _FusedLinearLogProbs(torch.autograd.Function):
     @staticmethod
     def forward(  # type: ignore[override]
@@ -128,16 +149,9 @@ class _FusedLinearLogProbs(torch.autograd.Function):
         chunk: int,
         want_entropy: bool,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        n = h.shape[0]
-        out_dtype = _acc_dtype(h.dtype)
-        logp = torch.empty(n, dtype=out_dtype, device=h.device)
-        lse = torch.empty_like(logp)
-        entropy = torch.empty(n if want_entropy else 0, dtype=out_dtype, device=h.device)
-        for s, e in _chunks(n, chunk):
-            z = _logits(h[s:e], weight, bias, temperature)
-            lse[s:e], logp[s:e], ent = _chunk_forward(z, t[s:e], want_entropy)
-            if ent is not None:
-                entropy[s:e] = ent
+        logp, lse, entropy = _forward_chunks(
+            h, t, chunk, want_entropy, lambda s, e: _logits(h[s:e], weight, bias, temperature)
+        )
         ctx.save_for_backward(h, weight, bias, t, lse, entropy if want_entropy else None)
         ctx.temperature, ctx.chunk = temperature, chunk
         ctx.set_materialize_grads(False)
@@ -351,16 +365,9 @@ class _SelectiveLogSoftmax(torch.autograd.Function):
         chunk: int,
         want_entropy: bool,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        n = logits.shape[0]
-        out_dtype = _acc_dtype(logits.dtype)
-        logp = torch.empty(n, dtype=out_dtype, device=logits.device)
-        lse = torch.empty_like(logp)
-        entropy = torch.empty(n if want_entropy else 0, dtype=out_dtype, device=logits.device)
-        for s, e in _chunks(n, chunk):
-            z = _scaled(logits[s:e], temperature)
-            lse[s:e], logp[s:e], ent = _chunk_forward(z, t[s:e], want_entropy)
-            if ent is not None:
-                entropy[s:e] = ent
+        logp, lse, entropy = _forward_chunks(
+            logits, t, chunk, want_entropy, lambda s, e: _scaled(logits[s:e], temperature)
+        )
         ctx.save_for_backward(logits, t, lse, entropy if want_entropy else None)
         ctx.temperature, ctx.chunk = temperature, chunk
         ctx.set_materialize_grads(False)
