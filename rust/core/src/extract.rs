@@ -115,6 +115,11 @@ pub struct ExtractOptions {
     pub max_bold_len: usize,
     /// A completion longer than this many bytes is never a bare answer.
     pub max_bare_len: usize,
+    /// Reasoning is not the answer: with `</think>` present only the text
+    /// after the last one is searched, and a completion whose last tag is an
+    /// opening `<think>` (cut off mid-thought) has no answer. `false` searches
+    /// the whole text.
+    pub think: bool,
 }
 
 /// The default rule priority of VERIFY_SEMANTICS.md.
@@ -141,6 +146,7 @@ impl Default for ExtractOptions {
             tail_len: 500,
             max_bold_len: 200,
             max_bare_len: 200,
+            think: true,
         }
     }
 }
@@ -150,6 +156,29 @@ impl Default for ExtractOptions {
 pub struct Extracted<'a> {
     pub parts: Vec<&'a str>,
     pub rule: Rule,
+    /// Set when the answer hedges (VERIFY_SEMANTICS.md "Which answer
+    /// counts", rule 3): a negated answer earns nothing; alternatives are one
+    /// collection answer, which never matches a single-valued gold.
+    pub hedge: Option<Hedge>,
+}
+
+/// How an answer hedges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Hedge {
+    /// Values offered as alternatives: `1, 2, or 3`, `(A) or (C)`.
+    Alternatives,
+    /// A negated answer: `the answer is not 3`.
+    Negated,
+}
+
+impl Hedge {
+    /// What a verdict says about it (after `"hedge: "`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Hedge::Alternatives => "alternatives offered as the answer",
+            Hedge::Negated => "a negated answer",
+        }
+    }
 }
 
 /// Whether `text` is too long to be searched under `opts` (an over-limit
@@ -159,21 +188,24 @@ pub fn over_limit(text: &str, opts: &ExtractOptions) -> bool {
 }
 
 /// The final answer of a completion, or `None` when no rule finds one (or
-/// the text is over the length limit).
+/// the text is over the length limit, or has no answer region).
 pub fn extract_answer<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
     if over_limit(text, opts) {
         return None;
     }
-    let scan = Scan::new(text);
+    let region = answer_region(text, opts).ok()?;
+    let scan = Scan::new(region);
     opts.rules.iter().find_map(|&rule| scan.apply(rule, opts))
 }
 
 /// The answer of a gold: like [`extract_answer`] for the marker rules, and a
 /// gold without markers (`\frac34`, `x \ge 2`, `C`) is the answer itself.
+/// Special tokens are dropped; reasoning tags are not looked for.
 pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
     if over_limit(text, opts) {
         return None;
     }
+    let text = strip_special_tokens(text);
     let scan = Scan::new(text);
     opts.rules
         .iter()
@@ -184,8 +216,94 @@ pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracte
             (!bare.is_empty()).then(|| Extracted {
                 parts: vec![bare],
                 rule: Rule::Bare,
+                hedge: None,
             })
         })
+}
+
+/// Why a completion has no answer region (see [`answer_region`]).
+pub const UNCLOSED_THINK: &str = "no answer: the reasoning never closes (<think> without </think>)";
+
+/// The part of a completion that may hold its answer (VERIFY_SEMANTICS.md
+/// rules 6 and 7): special tokens at its end (`<|im_end|>`, `</s>`, `<eos>`,
+/// `<pad>`, ..., repeated) are dropped; with [`ExtractOptions::think`], only
+/// the text after the last `</think>` counts, and a completion whose last
+/// reasoning tag opens (`<think>` never closed) has none.
+///
+/// The last tag is found searching backward from the end (`memrchr` over
+/// `<`), so text after the reasoning is all that is read.
+pub fn answer_region<'a>(text: &'a str, opts: &ExtractOptions) -> Result<&'a str, &'static str> {
+    let text = strip_special_tokens(text);
+    if !opts.think {
+        return Ok(text);
+    }
+    let bytes = text.as_bytes();
+    for at in memchr::memrchr_iter(b'<', bytes) {
+        let rest = &bytes[at..];
+        if rest.starts_with(b"</think>") {
+            return Ok(&text[at + b"</think>".len()..]);
+        }
+        if rest.starts_with(b"<think>") {
+            return Err(UNCLOSED_THINK);
+        }
+    }
+    Ok(text)
+}
+
+/// Fixed special tokens besides the `<|...|>` family (and DeepSeek's
+/// `<｜...｜>`), which are recognised by their shape.
+const SPECIAL_TOKENS: [&str; 8] = [
+    "</s>",
+    "<s>",
+    "<eos>",
+    "<bos>",
+    "<pad>",
+    "<unk>",
+    "<end_of_turn>",
+    "<start_of_turn>",
+];
+
+/// The length of the special token starting at `bytes[at]` (a `<`), if one does.
+fn special_token_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let rest = &bytes[at..];
+    for (open, close) in [
+        (&b"<|"[..], &b"|>"[..]),
+        ("<｜".as_bytes(), "｜>".as_bytes()),
+    ] {
+        if let Some(inner) = rest.strip_prefix(open) {
+            // A short run of name bytes, then the close: `<|im_end|>`, `<|eot_id|>`.
+            let window = &inner[..inner.len().min(64)];
+            let k = memmem::find(window, close)?;
+            let name = &window[..k];
+            let plain = !name.is_empty()
+                && name
+                    .iter()
+                    .all(|b| !b.is_ascii_whitespace() && !matches!(b, b'<' | b'>' | b'|'));
+            return plain.then_some(open.len() + k + close.len());
+        }
+    }
+    SPECIAL_TOKENS
+        .iter()
+        .find(|t| rest.len() >= t.len() && rest[..t.len()].eq_ignore_ascii_case(t.as_bytes()))
+        .map(|t| t.len())
+}
+
+/// `text` without the special tokens (and white space) at its end.
+fn strip_special_tokens(text: &str) -> &str {
+    let mut t = text.trim_end();
+    while t.ends_with('>') {
+        let bytes = t.as_bytes();
+        // The token ends the text: its `<` is within the longest token's reach.
+        let from = bytes.len().saturating_sub(80);
+        let Some(at) = memchr::memrchr_iter(b'<', &bytes[from..])
+            .map(|k| from + k)
+            .find(|&at| special_token_at(bytes, at) == Some(bytes.len() - at))
+        else {
+            break;
+        };
+        t = t[..at].trim_end();
+    }
+    t
 }
 
 // Marker patterns; the index is the pattern id of the automaton.
@@ -213,16 +331,6 @@ fn markers() -> &'static AhoCorasick {
             .match_kind(MatchKind::LeftmostLongest)
             .build(PATTERNS)
             .expect("fixed marker patterns always build")
-    })
-}
-
-fn box_finders() -> &'static [memmem::Finder<'static>; 2] {
-    static F: OnceLock<[memmem::Finder<'static>; 2]> = OnceLock::new();
-    F.get_or_init(|| {
-        [
-            memmem::Finder::new("\\boxed"),
-            memmem::Finder::new("\\fbox"),
-        ]
     })
 }
 
@@ -265,19 +373,20 @@ struct Scan<'a> {
 
 impl<'a> Scan<'a> {
     fn new(text: &'a str) -> Self {
-        let [boxed, fbox] = box_finders();
-        let mut boxes: Vec<(usize, usize)> = boxed
-            .find_iter(text.as_bytes())
-            .map(|at| (at, boxed.needle().len()))
+        // One SIMD pass over the backslashes finds `\boxed` and `\fbox` both.
+        let bytes = text.as_bytes();
+        let boxes = memchr::memchr_iter(b'\\', bytes)
+            .filter_map(|at| {
+                let rest = &bytes[at + 1..];
+                if rest.starts_with(b"boxed") {
+                    Some((at, 6))
+                } else if rest.starts_with(b"fbox") {
+                    Some((at, 5))
+                } else {
+                    None
+                }
+            })
             .collect();
-        let before = boxes.len();
-        boxes.extend(
-            fbox.find_iter(text.as_bytes())
-                .map(|at| (at, fbox.needle().len())),
-        );
-        if boxes.len() > before && before > 0 {
-            boxes.sort_unstable();
-        }
         Scan {
             text,
             boxes,
@@ -290,35 +399,44 @@ impl<'a> Scan<'a> {
     }
 
     fn apply(&self, rule: Rule, opts: &ExtractOptions) -> Option<Extracted<'a>> {
-        let one = |part: &'a str| {
+        let one = |part: &'a str| Extracted {
+            parts: vec![part],
+            rule,
+            hedge: None,
+        };
+        let marked = |(part, hedge): (&'a str, Option<Hedge>)| {
             Some(Extracted {
                 parts: vec![part],
                 rule,
+                hedge,
             })
         };
         match rule {
             Rule::Boxed => self.boxed(),
-            Rule::AnswerTag => self.answer_tag().and_then(one),
-            Rule::FinalAnswer => self.after(FINAL_ANSWER).and_then(one),
-            Rule::Gsm8k => self.after(GSM8K).and_then(one),
-            Rule::AnswerColon => self.after(ANSWER_COLON).and_then(one),
-            Rule::AnswerIs => self.after(ANSWER_IS).and_then(one),
+            Rule::AnswerTag => self
+                .answer_tag()
+                .and_then(|part| marked((part, hedge_of(part)))),
+            Rule::FinalAnswer => self.after(FINAL_ANSWER).and_then(marked),
+            Rule::Gsm8k => self.after(GSM8K).and_then(marked),
+            Rule::AnswerColon => self.after(ANSWER_COLON).and_then(marked),
+            Rule::AnswerIs => self.after(ANSWER_IS).and_then(marked),
             Rule::LastValue => self.last_value(opts),
             Rule::Bold | Rule::Choice | Rule::MathSpan | Rule::LastNumber => {
                 let tail = tail_start(self.text, opts.tail_len);
-                self.candidate(rule, tail, opts).map(|(_, part)| Extracted {
-                    parts: vec![part],
-                    rule,
-                })
+                self.candidate(rule, tail, opts).map(|(_, part)| one(part))
             }
             Rule::Bare => {
                 let t = self.text.trim();
                 // An unclosed box is a truncated answer, not a bare one.
                 let bare = self.boxes.is_empty() && t.len() <= opts.max_bare_len;
-                (bare && looks_like_an_answer(t)).then(|| Extracted {
-                    parts: vec![t],
-                    rule,
-                })
+                // A completion that is only bold (`**42**`) is that answer.
+                let t = match t.strip_prefix("**").and_then(|r| r.strip_suffix("**")) {
+                    Some(inner) if !inner.contains("**") && !inner.trim().is_empty() => {
+                        inner.trim()
+                    }
+                    _ => t,
+                };
+                (bare && looks_like_an_answer(t)).then(|| one(t))
             }
         }
     }
@@ -369,9 +487,12 @@ impl<'a> Scan<'a> {
             parts.push(text[content].trim());
             resume = end;
         }
+        // A box that hedges (`\boxed{381 or 391}`, `\boxed{not 3}`) says so.
+        let hedge = parts.iter().find_map(|p| hedge_of(p));
         (!parts.is_empty()).then_some(Extracted {
             parts,
             rule: Rule::Boxed,
+            hedge,
         })
     }
 
@@ -381,20 +502,32 @@ impl<'a> Scan<'a> {
         Some(self.text[start..end].trim())
     }
 
-    /// The value after the last occurrence of a line marker.
+    /// The value after the last occurrence of a line marker, and whether it
+    /// hedges.
     ///
     /// A value that is prose (`Answer: The largest $n$ is 34.`) gives way to
-    /// the last mathematical value inside it.
-    fn after(&self, id: usize) -> Option<&'a str> {
+    /// the last mathematical value inside it, except a negated one (`5, not
+    /// 3` answers 5). Once a marker is found its value is the answer: values
+    /// offered as alternatives (`1, 2, or 3`, `(A) or (C)`) are the answer
+    /// together, and a value that is only negated (`not 3`) is a hedge; the
+    /// text never falls back to the last value of the completion.
+    fn after(&self, id: usize) -> Option<(&'a str, Option<Hedge>)> {
         let v = marker_value(self.text, self.markers().last_end[id]?)?;
-        if looks_like_an_answer(v) {
-            return Some(v);
+        let upto = match read_prose(v) {
+            Prose::Alternatives(region) => return Some((region, Some(Hedge::Alternatives))),
+            Prose::Negated => return Some((v, Some(Hedge::Negated))),
+            Prose::Plain => v.len(),
+            Prose::Upto(end) => end,
+        };
+        if upto == v.len() && looks_like_an_answer(v) {
+            return Some((v, None));
         }
+        let w = &v[..upto];
         let inner = [
-            last_bold(v, usize::MAX),
-            last_math_span(v),
-            last_choice(v, 0),
-            last_number(v, 0),
+            last_bold(w, usize::MAX),
+            last_math_span(w),
+            last_choice(w, 0),
+            last_number(w, 0),
         ]
         .into_iter()
         .flatten()
@@ -403,7 +536,7 @@ impl<'a> Scan<'a> {
             Some(b) if b.0 >= c.0 => Some(b),
             _ => Some(c),
         });
-        Some(inner.map_or(v, |(_, part)| part))
+        Some((inner.map_or(v, |(_, part)| part), None))
     }
 
     /// The latest-ending of the no-marker candidates near the end.
@@ -423,6 +556,7 @@ impl<'a> Scan<'a> {
             .map(|(_, rule, part)| Extracted {
                 parts: vec![part],
                 rule,
+                hedge: None,
             })
     }
 
@@ -585,19 +719,259 @@ fn marker_value(text: &str, start: usize) -> Option<&str> {
     s = s.trim_start();
     for (open, close) in [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")] {
         if let Some(inner) = s.strip_prefix(open) {
-            if let Some(k) = memmem::find(inner.as_bytes(), close.as_bytes()) {
+            if let Some(k) = find_close(inner, close) {
                 let v = &s[..open.len() + k + close.len()];
-                return Some(v).filter(|v| v.len() > open.len() + close.len());
+                // `$x<1$ or $x>3$`: the alternatives are the value, read as a line.
+                if !starts_with_or(&s[v.len()..]) {
+                    return Some(v).filter(|v| v.len() > open.len() + close.len());
+                }
+                break;
             }
         }
     }
     let line = s.split('\n').next().unwrap_or("");
+    // A special token ends the line (`Answer: 72<|im_end|> ...`).
+    let line = memchr::memchr_iter(b'<', line.as_bytes())
+        .find(|&at| special_token_at(line.as_bytes(), at).is_some())
+        .map_or(line, |at| &line[..at]);
     let bytes = line.as_bytes();
     let sentence_end = (0..bytes.len())
         .find(|&i| bytes[i] == b'.' && bytes.get(i + 1).is_some_and(|b| *b == b' '))
         .unwrap_or(line.len());
     let v = trim_value(&line[..sentence_end]);
     (!v.is_empty()).then_some(v)
+}
+
+/// The first `close` in `inner` that is not escaped (`$\$18$` closes at
+/// its second `$`).
+fn find_close(inner: &str, close: &str) -> Option<usize> {
+    let bytes = inner.as_bytes();
+    memmem::find_iter(bytes, close.as_bytes()).find(|&k| {
+        let slashes = bytes[..k].iter().rev().take_while(|&&b| b == b'\\').count();
+        slashes % 2 == 0
+    })
+}
+
+/// Whether `rest` goes on with the word `or` (`or`, `\text{ or }`).
+fn starts_with_or(rest: &str) -> bool {
+    let r = rest.trim_start();
+    let r = r
+        .strip_prefix("\\text{")
+        .or_else(|| r.strip_prefix("\\mbox{"))
+        .map_or(r, str::trim_start);
+    let b = r.as_bytes();
+    b.len() >= 2
+        && b[..2].eq_ignore_ascii_case(b"or")
+        && b.get(2).is_none_or(|c| !c.is_ascii_alphanumeric())
+}
+
+/// What the words of a marker's value say about its values.
+#[derive(Debug, PartialEq, Eq)]
+enum Prose<'a> {
+    /// Nothing to say: read the value as usual.
+    Plain,
+    /// Values joined by `or`: the part of the text that holds them.
+    Alternatives(&'a str),
+    /// Every value is negated (`not 3`, `isn't 3 or 4`).
+    Negated,
+    /// Some values are negated; the last one that is not ends here.
+    Upto(usize),
+}
+
+/// Reads a value's values (numbers, `$…$` spans, LaTeX commands, choice
+/// letters, bold) and words: `or` between values makes alternatives, `not`,
+/// `never` or `…n't` before a value negates it (and the values joined to it
+/// by `or`, `nor`, `and` or a comma) until another word. One pass, linear.
+fn read_prose(v: &str) -> Prose<'_> {
+    #[derive(PartialEq)]
+    enum Neg {
+        None,
+        Pending,
+        Applied,
+    }
+    let b = v.as_bytes();
+    let mut neg = Neg::None;
+    let (mut any_val, mut any_negated, mut last_plain_end) = (false, false, None);
+    // The run of math before an `or`: where it starts, whether it has a value.
+    let mut run: Option<(usize, bool)> = None;
+    let mut pending_or: Option<usize> = None; // run start, when `or` follows a value
+    let mut alt: Option<(usize, usize)> = None;
+    // Closers known to be absent from the rest (so unclosed openers stay linear).
+    let mut unclosed = [false; 4];
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        // A value token: its end.
+        let mut val_end = None;
+        let mut word: Option<(usize, usize)> = None;
+        match c {
+            b'$' => {
+                let (open, close, memo) = if b.get(i + 1) == Some(&b'$') {
+                    (2, "$$", 0)
+                } else {
+                    (1, "$", 1)
+                };
+                match (!unclosed[memo])
+                    .then(|| find_close(&v[i + open..], close))
+                    .flatten()
+                {
+                    Some(k) => val_end = Some(i + open + k + close.len()),
+                    None => {
+                        unclosed[memo] = true;
+                        i += open;
+                        continue;
+                    }
+                }
+            }
+            b'\\' => {
+                let n = b.get(i + 1).copied();
+                if let Some((close, memo)) = match n {
+                    Some(b'(') => Some(("\\)", 2)),
+                    Some(b'[') => Some(("\\]", 3)),
+                    _ => None,
+                } {
+                    match (!unclosed[memo])
+                        .then(|| find_close(&v[i + 2..], close))
+                        .flatten()
+                    {
+                        Some(k) => val_end = Some(i + 2 + k + 2),
+                        None => {
+                            unclosed[memo] = true;
+                            i += 2;
+                            continue;
+                        }
+                    }
+                } else {
+                    let mut j = i + 1;
+                    while j < b.len() && b[j].is_ascii_alphabetic() {
+                        j += 1;
+                    }
+                    let cmd = &v[i + 1..j];
+                    if j == i + 1 {
+                        i += 2; // `\$`, `\,`, `\{`: an escape, no value
+                        continue;
+                    }
+                    if matches!(cmd, "text" | "textbf" | "mathrm" | "mbox" | "textit")
+                        && b.get(j) == Some(&b'{')
+                    {
+                        i = j + 1; // the words inside are read as words
+                        continue;
+                    }
+                    // A command and its brace groups: `\frac{1}{2}`, `\pi`.
+                    while b.get(j) == Some(&b'{') {
+                        let mut depth = 0usize;
+                        while j < b.len() {
+                            match b[j] {
+                                b'{' => depth += 1,
+                                b'}' => {
+                                    depth -= 1;
+                                    if depth == 0 {
+                                        j += 1;
+                                        break;
+                                    }
+                                }
+                                b'\\' => j += 1,
+                                _ => {}
+                            }
+                            j += 1;
+                        }
+                    }
+                    val_end = Some(j.min(b.len()));
+                }
+            }
+            b'0'..=b'9' if i == 0 || !b[i - 1].is_ascii_alphabetic() => {
+                val_end = Some(number_at(v, i).1);
+            }
+            b'(' if b.get(i + 2) == Some(&b')') && CHOICES.contains(&b[i + 1]) => {
+                val_end = Some(i + 3);
+            }
+            b'*' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                continue;
+            }
+            c if c.is_ascii_alphabetic() => {
+                let mut j = i;
+                while j < b.len()
+                    && (b[j].is_ascii_alphanumeric()
+                        || (b[j] == b'\'' && b.get(j + 1).is_some_and(u8::is_ascii_alphabetic)))
+                {
+                    j += 1;
+                }
+                word = Some((i, j));
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        if let Some((ws, we)) = word {
+            let w = &v.as_bytes()[ws..we];
+            let is = |s: &str| w.eq_ignore_ascii_case(s.as_bytes());
+            let single = we - ws == 1;
+            let bounded = b.get(we).is_none_or(|c| !c.is_ascii_alphabetic());
+            if single && bounded && CHOICES.contains(&b[ws]) {
+                val_end = Some(we); // a choice letter
+            } else if single {
+                // A variable (`x = 2 or x = -2`): math, part of the run.
+                run.get_or_insert((ws, false));
+                i = we;
+                continue;
+            } else {
+                let negation = is("not")
+                    || is("never")
+                    || (w.len() >= 3 && w[w.len() - 3..].eq_ignore_ascii_case(b"n't"));
+                if negation {
+                    neg = Neg::Pending;
+                } else if is("or") || is("nor") {
+                    if let Some((start, true)) = run {
+                        pending_or = Some(alt.map_or(start, |(s, _)| s));
+                    }
+                } else if !is("and") {
+                    if neg == Neg::Applied {
+                        neg = Neg::None;
+                    }
+                    run = None;
+                    pending_or = None;
+                }
+                i = we;
+                continue;
+            }
+        }
+        let Some(end) = val_end else {
+            i += 1;
+            continue;
+        };
+        let start = i;
+        any_val = true;
+        if neg != Neg::None {
+            neg = Neg::Applied;
+            any_negated = true;
+        } else {
+            last_plain_end = Some(end);
+        }
+        let run_start = run.map_or(start, |(s, _)| s);
+        run = Some((run_start, true));
+        if let Some(from) = pending_or {
+            alt = Some((from, end));
+        }
+        i = end.max(i + 1);
+    }
+    match (any_val, any_negated, alt) {
+        (true, true, _) if last_plain_end.is_none() => Prose::Negated,
+        (_, true, Some(_)) => Prose::Negated,
+        (_, false, Some((s, e))) => Prose::Alternatives(v[s..e].trim()),
+        (_, true, None) => last_plain_end.map_or(Prose::Negated, Prose::Upto),
+        _ => Prose::Plain,
+    }
+}
+
+/// Whether one extracted part hedges.
+fn hedge_of(part: &str) -> Option<Hedge> {
+    match read_prose(part) {
+        Prose::Alternatives(_) => Some(Hedge::Alternatives),
+        Prose::Negated => Some(Hedge::Negated),
+        Prose::Plain | Prose::Upto(_) => None,
+    }
 }
 
 fn trim_value(v: &str) -> &str {
@@ -727,38 +1101,43 @@ fn last_number(text: &str, tail: usize) -> Option<(usize, &str)> {
             i = digits_end(bytes, i);
             continue;
         }
-        let mut start = i;
-        if start > 0 && bytes[start - 1] == b'-' {
-            start -= 1;
-        }
-        let mut j = digits_end(bytes, i);
-        // A mixed number `4 4/9` (plain text): integer, space, fraction.
-        if bytes.get(j) == Some(&b' ') {
-            let a = digits_end(bytes, j + 1);
-            if a > j + 1 && bytes.get(a) == Some(&b'/') {
-                let b = digits_end(bytes, a + 1);
-                if b > a + 1 {
-                    let p = percent_end(text, b, start);
-                    last = Some((start + p.len(), p));
-                    i = start + p.len();
-                    continue;
-                }
-            }
-        }
-        // Thousands groups: a comma followed by exactly three digits.
-        while bytes.get(j) == Some(&b',') && digits_end(bytes, j + 1) == j + 4 {
-            j += 4;
-        }
-        if bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
-            j = digits_end(bytes, j + 1);
-        }
-        if bytes.get(j) == Some(&b'/') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
-            j = digits_end(bytes, j + 1);
-        }
-        last = Some(percent_end(text, j, start)).map(|p| (start + p.len(), p));
-        i = last.map_or(j, |(e, _)| e);
+        let (start, end) = number_at(text, i);
+        last = Some((end, &text[start..end]));
+        i = end;
     }
     last
+}
+
+/// The number whose first digit is at `i`: (start, end), a sign, thousands
+/// groups, decimals, `a/b`, a plain-text mixed number and a percent included.
+fn number_at(text: &str, i: usize) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    let mut start = i;
+    if start > 0 && bytes[start - 1] == b'-' {
+        start -= 1;
+    }
+    let mut j = digits_end(bytes, i);
+    // A mixed number `4 4/9` (plain text): integer, space, fraction.
+    if bytes.get(j) == Some(&b' ') {
+        let a = digits_end(bytes, j + 1);
+        if a > j + 1 && bytes.get(a) == Some(&b'/') {
+            let b = digits_end(bytes, a + 1);
+            if b > a + 1 {
+                return (start, start + percent_end(text, b, start).len());
+            }
+        }
+    }
+    // Thousands groups: a comma followed by exactly three digits.
+    while bytes.get(j) == Some(&b',') && digits_end(bytes, j + 1) == j + 4 {
+        j += 4;
+    }
+    if bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
+        j = digits_end(bytes, j + 1);
+    }
+    if bytes.get(j) == Some(&b'/') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
+        j = digits_end(bytes, j + 1);
+    }
+    (start, start + percent_end(text, j, start).len())
 }
 
 /// `text[start..j]` extended over a percent sign or word after it
@@ -1041,6 +1420,161 @@ mod tests {
         let _ = ans(&dollars);
         let stars = "*".repeat(100_001);
         let _ = ans(&stars);
+    }
+
+    fn hedge(text: &str) -> Option<Hedge> {
+        extract_answer(text, &ExtractOptions::default()).and_then(|e| e.hedge)
+    }
+
+    #[test]
+    fn alternatives_after_a_marker_are_the_answer_together() {
+        for (text, want) in [
+            ("the answer is 1, 2, or 3", "1, 2, or 3"),
+            ("The answer is (A) or (C)", "(A) or (C)"),
+            ("Answer: 4 or 3", "4 or 3"),
+            ("#### 4 or 3", "4 or 3"),
+            ("So the answer is either 4 or 3 apples.", "4 or 3"),
+            ("The answer is $x<1$ or $x>3$.", "$x<1$ or $x>3$"),
+            ("Answer: x = 2 or x = -2", "x = 2 or x = -2"),
+            (
+                "Final Answer: The final answer is $3$ or $4$. I hope it is correct.",
+                "$3$ or $4$",
+            ),
+        ] {
+            let e = extract_answer(text, &ExtractOptions::default()).expect(text);
+            assert_eq!(e.parts, vec![want], "{text}");
+            assert_eq!(e.hedge, Some(Hedge::Alternatives), "{text}");
+            assert_ne!(e.rule, Rule::LastValue);
+        }
+        assert_eq!(hedge("\\boxed{381 or 391}"), Some(Hedge::Alternatives));
+        // `or` that offers no second value is no hedge.
+        assert_eq!(one("the answer is 3 or more apples"), ("3", Rule::AnswerIs));
+        assert_eq!(
+            one("the answer is 3, or equivalently 6/2"),
+            ("6/2", Rule::AnswerIs)
+        );
+        assert_eq!(hedge("the answer is 3 or more apples"), None);
+    }
+
+    #[test]
+    fn a_negated_answer_is_a_hedge() {
+        for text in [
+            "the answer is not 3",
+            "The answer is not $3$.",
+            "the answer isn't 3",
+            "Answer: it is never 3",
+            "the answer is not 3 or 4",
+            "\\boxed{\\text{not } 3}",
+        ] {
+            assert_eq!(hedge(text), Some(Hedge::Negated), "{text}");
+        }
+        // The value that is not negated answers.
+        assert_eq!(one("Answer: 5, not 3"), ("5", Rule::AnswerColon));
+        assert_eq!(one("the answer is not 3 but 4"), ("4", Rule::AnswerIs));
+        assert_eq!(hedge("the answer is not 3 but 4"), None);
+        // `\neq` is math, not a word.
+        assert_eq!(hedge("Answer: x \\neq 3"), None);
+    }
+
+    #[test]
+    fn escaped_dollars_do_not_close_a_span() {
+        assert_eq!(
+            one("The final answer is $\\$18$. I hope it is correct."),
+            ("$\\$18$", Rule::FinalAnswer)
+        );
+        assert_eq!(one("The answer is $\\$18$."), ("$\\$18$", Rule::AnswerIs));
+        assert_eq!(one("Answer: $\\$18$"), ("$\\$18$", Rule::AnswerColon));
+        assert_eq!(find_close("\\$18$", "$"), Some(4));
+        assert_eq!(find_close("a\\\\$", "$"), Some(3));
+    }
+
+    #[test]
+    fn a_bold_completion_is_its_answer() {
+        assert_eq!(one("**42**"), ("42", Rule::Bare));
+        assert_eq!(one(" **$42$** "), ("$42$", Rule::Bare));
+        assert_eq!(one("**Answer:** 42"), ("42", Rule::AnswerColon));
+    }
+
+    #[test]
+    fn only_the_text_after_the_last_think_counts() {
+        let o = ExtractOptions::default();
+        assert_eq!(
+            one("<think>\\boxed{3}</think> so \\boxed{5}"),
+            ("5", Rule::Boxed)
+        );
+        assert_eq!(
+            one("<think>a</think>x<think>b</think> the answer is 7"),
+            ("7", Rule::AnswerIs)
+        );
+        // The opening tag may sit in the prompt.
+        assert_eq!(
+            one("hmm \\boxed{3} ok</think>Answer: 4"),
+            ("4", Rule::AnswerColon)
+        );
+        // Nothing after the reasoning, or reasoning never closed: no answer.
+        assert_eq!(ans("<think>\\boxed{3}</think>"), None);
+        assert_eq!(ans("<think>so \\boxed{3}"), None);
+        assert_eq!(ans("<think>a</think> 4 <think>b \\boxed{3}"), None);
+        assert_eq!(answer_region("<think>x", &o), Err(UNCLOSED_THINK));
+        // No tags: the whole text.
+        assert_eq!(one("\\boxed{3}"), ("3", Rule::Boxed));
+        // Turned off, the whole text is searched.
+        let off = ExtractOptions {
+            think: false,
+            ..ExtractOptions::default()
+        };
+        let e = extract_answer("<think>so \\boxed{3}", &off).expect("found");
+        assert_eq!(e.parts, vec!["3"]);
+        let e = extract_answer("<think>\\boxed{3}</think> and \\boxed{3}", &off).expect("found");
+        assert_eq!(e.parts, vec!["3", "3"]);
+    }
+
+    #[test]
+    fn special_tokens_are_not_text() {
+        for (text, want) in [
+            ("#### 72<|im_end|>", "72"),
+            ("Answer: 72<eos>", "72"),
+            ("The answer is 42</s>", "42"),
+            (
+                "The answer is 42<|endoftext|><|endoftext|><|endoftext|>",
+                "42",
+            ),
+            ("\\boxed{9}<|eot_id|>", "9"),
+            ("#### 72 <pad><pad><pad>", "72"),
+            ("#### 72<|im_end|>\n<|endoftext|>", "72"),
+            ("the answer is 5<｜end▁of▁sentence｜>", "5"),
+            ("Answer: 72<|im_end|> trailing", "72"),
+            ("so it is 8<end_of_turn>", "8"),
+        ] {
+            let e = extract_answer(text, &ExtractOptions::default()).expect(text);
+            assert_eq!(e.parts, vec![want], "{text:?}");
+        }
+        assert_eq!(strip_special_tokens("a <b>"), "a <b>");
+        assert_eq!(
+            strip_special_tokens("x<| not a token |>"),
+            "x<| not a token |>"
+        );
+        let g = extract_gold("72<|im_end|>", &ExtractOptions::default()).expect("gold");
+        assert_eq!(g.parts, vec!["72"]);
+    }
+
+    #[test]
+    fn prose_reader() {
+        assert_eq!(read_prose("4 or 3"), Prose::Alternatives("4 or 3"));
+        assert_eq!(read_prose("not 3"), Prose::Negated);
+        assert_eq!(read_prose("5, not 3"), Prose::Upto(1));
+        assert_eq!(read_prose("The largest $n$ is 34"), Prose::Plain);
+        assert_eq!(read_prose("or 3"), Prose::Plain);
+        assert_eq!(
+            read_prose("\\frac{1}{2} or \\frac{1}{3}"),
+            Prose::Alternatives("\\frac{1}{2} or \\frac{1}{3}")
+        );
+        // Unbalanced input ends, linear.
+        let _ = read_prose(&"\\frac{".repeat(10_000));
+        let _ = read_prose(&"$".repeat(10_001));
+        let _ = read_prose(&"not 1 or ".repeat(10_000));
+        let _ = read_prose(&"\\(".repeat(100_000));
+        let _ = read_prose(&"$$ \\[".repeat(50_000));
     }
 
     proptest::proptest! {

@@ -113,7 +113,8 @@ impl Spec {
                     return f32::NAN;
                 };
                 let got = extract_answer(completion, opts)
-                    .filter(|e| e.parts.len() == 1)
+                    // A hedge (`(A) or (C)`, `not B`) names no letter.
+                    .filter(|e| e.parts.len() == 1 && e.hedge.is_none())
                     .and_then(|e| choice_letter(e.parts[0]));
                 f32::from(u8::from(got == Some(want)))
             }

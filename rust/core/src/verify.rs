@@ -1,7 +1,9 @@
 //! Verification of one (gold, completion) pair: extract both answers, parse
 //! them, compare. Every way of not matching says why in [`Verdict::reason`].
 
-use crate::extract::{extract_answer, extract_gold, over_limit, ExtractOptions};
+use crate::extract::{
+    answer_region, extract_answer, extract_gold, over_limit, ExtractOptions, Hedge,
+};
 use crate::math::{self, CompareOptions, Limits, ParseOptions, Rejection, Value};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -120,8 +122,20 @@ pub fn verify(gold: &str, pred: &str, opts: &VerifyOptions) -> Verdict {
         );
     }
     let Some(p) = extract_answer(pred, &opts.extract) else {
-        return verdict(false, "no answer found", Some(&g), None);
+        let why = answer_region(pred, &opts.extract)
+            .err()
+            .unwrap_or("no answer found");
+        return verdict(false, why, Some(&g), None);
     };
+    if p.hedge == Some(Hedge::Negated) {
+        return verdict(
+            false,
+            format!("hedge: {}", Hedge::Negated.describe()),
+            Some(&g),
+            None,
+        );
+    }
+    let hedge = p.hedge;
     let p = match parse_parts(&p.parts, &popts) {
         Ok(v) => v,
         Err(Rejection::Empty) => return verdict(false, "empty answer", Some(&g), None),
@@ -132,7 +146,90 @@ pub fn verify(gold: &str, pred: &str, opts: &VerifyOptions) -> Verdict {
     };
     match math::compare(&g, &p, &copts) {
         Ok(true) => verdict(true, "match", Some(&g), Some(&p)),
-        Ok(false) => verdict(false, "no match", Some(&g), Some(&p)),
+        Ok(false) => verdict(false, no_match_reason(&g, &p, hedge), Some(&g), Some(&p)),
         Err(e) => verdict(false, e.to_string(), Some(&g), Some(&p)),
+    }
+}
+
+/// Why two parsed answers that differ do: a collection answer (several
+/// boxes, or values offered as alternatives) against a single-valued gold
+/// is a hedge (VERIFY_SEMANTICS.md rule 3), decided by the comparison of
+/// collections itself; anything else is a plain "no match".
+fn no_match_reason(gold: &Value, pred: &Value, hedge: Option<Hedge>) -> String {
+    let single_gold = !matches!(gold.kind(), "list" | "set");
+    if single_gold && pred.kind() == "list" {
+        let what = match hedge {
+            Some(h) => h.describe(),
+            None => "several answers",
+        };
+        return format!("hedge: {what} against a single-valued gold");
+    }
+    "no match".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(gold: &str, pred: &str) -> Verdict {
+        verify(gold, pred, &VerifyOptions::default())
+    }
+
+    #[test]
+    fn hedges_earn_nothing_with_a_reason() {
+        for (gold, pred) in [
+            ("3", "the answer is 1, 2, or 3"),
+            ("C", "The answer is (A) or (C)"),
+            ("3", "Answer: 4 or 3"),
+            ("3", "#### 4 or 3"),
+            ("3", "the answer is not 3"),
+            ("391", "\\boxed{381 or 391}"),
+            ("391", "\\boxed{381} \\boxed{391} \\boxed{401}"),
+            ("2", "Answer: x = 2 or x = -2"),
+        ] {
+            let got = v(gold, pred);
+            assert!(!got.matched, "{pred}: {got:?}");
+            assert!(got.reason.starts_with("hedge: "), "{pred}: {got:?}");
+        }
+        // A collection answer still answers a multi-valued gold.
+        assert!(v("2, -2", "Answer: x = 2 or x = -2").matched);
+        assert!(v("3", "Answer: 3 or 3").matched);
+        assert!(v("5", "Answer: 5, not 3").matched);
+        assert!(!v("3", "Answer: 5, not 3").matched);
+    }
+
+    #[test]
+    fn escaped_dollar_bold_think_and_special_tokens() {
+        for (gold, pred) in [
+            ("18", "The final answer is $\\$18$. I hope it is correct."),
+            ("18", "The answer is $\\$18$."),
+            ("18", "Answer: $\\$18$"),
+            ("42", "**42**"),
+            ("42", "**$42$**"),
+            ("5", "<think>\\boxed{3}</think> so \\boxed{5}"),
+            ("72", "#### 72<|im_end|>"),
+            ("72", "Answer: 72<eos>"),
+            ("42", "The answer is 42</s>"),
+            ("42", "\\boxed{42}<|endoftext|><|endoftext|>"),
+            ("72", "#### 72<|eot_id|><pad><pad>"),
+        ] {
+            let got = v(gold, pred);
+            assert!(got.matched, "{pred}: {got:?}");
+        }
+        let got = v("3", "<think>so \\boxed{3}");
+        assert!(!got.matched);
+        assert_eq!(got.reason, crate::extract::UNCLOSED_THINK);
+        assert_eq!(
+            v("3", "<think>\\boxed{3}</think>").reason,
+            "no answer found"
+        );
+        let off = VerifyOptions {
+            extract: ExtractOptions {
+                think: false,
+                ..ExtractOptions::default()
+            },
+            ..VerifyOptions::default()
+        };
+        assert!(verify("3", "<think>so \\boxed{3}", &off).matched);
     }
 }
