@@ -7,9 +7,18 @@ Workloads:
   answer, one core; grpo-fast's per-item median is reported in µs;
 - batch throughput of ``verify_batch`` at 1, 2, ... threads (scaling).
 
+- against verl's ``math_reward`` (``verl.utils.reward_score.math_reward``, the
+  plain-string scorer a fast-but-wrong baseline sets), same run, one thread:
+  2,000- and 16,000-character completions in GRPO groups of 8 (eight different
+  completions share one gold, as a trainer scores them), through
+  ``verify_batch`` and through ``verify`` one call each; a row with a different
+  gold per completion (no group) is printed too.
+
 Goals (issue "The verifier"): >= 1,000x math-verify's single-core throughput
 on the suite; <= 5 µs median per 2,000-char completion on one core; batch
-throughput scaling with threads.
+throughput scaling with threads. Issue 9 ("Speed"): ``verify_batch`` >= 3x
+verl's ``math_reward`` at 2,000 characters and >= 8x at 16,000, per-item
+``verify`` >= 1.5x.
 
 Run with ``make bench`` (pytest-benchmark; ratios are printed by
 benches/conftest.py), or ``python benches/bench_verify.py`` for a plain
@@ -48,11 +57,17 @@ def suite_pairs() -> list[tuple[str, str]]:
     return [(r["gold"], r["pred"]) for r in rows]
 
 
-def long_completions(n: int, length: int = 2_000, seed: int = 0) -> tuple[list[str], list[str]]:
-    """Completions of about ``length`` characters ending in a boxed fraction."""
+def long_completions(
+    n: int, length: int = 2_000, seed: int = 0, group: int = 1
+) -> tuple[list[str], list[str]]:
+    """Completions of about ``length`` characters ending in a boxed fraction;
+    each run of ``group`` completions (different texts) shares one gold."""
     rng = random.Random(seed)
     preds, golds = [], []
-    for _ in range(n):
+    a = b = 1
+    for i in range(n):
+        if i % group == 0:
+            a, b = rng.randint(1, 999), rng.randint(1, 999)
         parts: list[str] = []
         size = 0
         while size < length - 40:
@@ -67,7 +82,6 @@ def long_completions(n: int, length: int = 2_000, seed: int = 0) -> tuple[list[s
                 piece = rng.choice(WORDS)
             parts.append(piece)
             size += len(piece) + 1
-        a, b = rng.randint(1, 999), rng.randint(1, 999)
         text = " ".join(parts) + f". Therefore the answer is $\\boxed{{\\frac{{{a}}}{{{b}}}}}$."
         preds.append(text)
         golds.append(f"\\frac{{{a}}}{{{b}}}")
@@ -129,6 +143,26 @@ def test_long_completions_one_core(benchmark, impl):
     benchmark.extra_info["items"] = n
 
 
+@pytest.mark.parametrize("impl", ["grpo-fast", "grpo-fast scalar loop", "verl math_reward"])
+@pytest.mark.parametrize("length", [2_000, 16_000])
+def test_vs_verl_one_core(benchmark, impl, length):
+    # GRPO groups of 8 completions per gold, the same items for every impl.
+    golds, preds = long_completions(800, length, group=8)
+    benchmark.group = f"{length:,}-char completions, groups of 8, vs verl math_reward, one core"
+    benchmark.extra_info["impl"] = impl
+    if impl == "grpo-fast":
+        out = benchmark(grpo_fast.verify_batch, golds, preds)
+        assert out.tolist() == [1.0] * len(preds)
+    elif impl == "grpo-fast scalar loop":
+        benchmark(lambda: [grpo_fast.verify(g, p) for g, p in zip(golds, preds, strict=True)])
+    else:
+        math_reward = pytest.importorskip("verl.utils.reward_score.math_reward")
+        out = benchmark(
+            lambda: [math_reward.compute_score(p, g) for g, p in zip(golds, preds, strict=True)]
+        )
+        assert out == [1.0] * len(preds)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 4])
 def test_batch_thread_scaling(benchmark, threads):
     golds, preds = long_completions(4_000)
@@ -187,6 +221,8 @@ def main() -> None:
     _row("math-verify", mv_time)
     print(f"  ratio {mv_time / batch:,.0f}x")
 
+    vs_verl()
+
     golds, preds = long_completions(8_000)
     base = None
     print("verify_batch thread scaling (8,000 x 2,000 chars):")
@@ -195,6 +231,39 @@ def main() -> None:
         t = _median(lambda: grpo_fast.verify_batch(golds, preds), 7)
         base = base or t
         print(f"  {threads:3d} threads {len(preds) / t:12,.0f} items/s  speedup {base / t:5.2f}x")
+
+
+def vs_verl() -> None:
+    """grpo-fast against verl's math_reward on the same items, one thread."""
+    try:
+        from verl.utils.reward_score import math_reward
+    except ImportError:
+        print("verl not installed: no comparison with its math_reward")
+        return
+
+    def verl_all(golds, preds):
+        return [math_reward.compute_score(p, g) for g, p in zip(golds, preds, strict=True)]
+
+    def one_call_each(golds, preds):
+        return [grpo_fast.verify(g, p) for g, p in zip(golds, preds, strict=True)]
+
+    def per_item(fn, golds, preds, rounds):
+        return _median(lambda: fn(golds, preds), rounds) / len(preds)
+
+    print("against verl's math_reward, one thread (same items, same run):")
+    goals = {2_000: 3.0, 16_000: 8.0}
+    for length, group in [(2_000, 8), (16_000, 8), (2_000, 1), (16_000, 1)]:
+        golds, preds = long_completions(2_000, length, seed=1, group=group)
+        theirs = per_item(verl_all, golds, preds, 5)
+        batch = per_item(grpo_fast.verify_batch, golds, preds, 11)
+        single = per_item(one_call_each, golds, preds, 5)
+        shape = "groups of 8" if group > 1 else "one gold each"
+        print(f" {length:,} chars, {shape}:")
+        _row("verl math_reward", theirs)
+        _row("grpo-fast verify_batch", batch, f"ratio {theirs / batch:5.2f}x")
+        _row("grpo-fast verify (per item)", single, f"ratio {theirs / single:5.2f}x")
+        if group > 1:
+            print(f"  (goal: verify_batch >= {goals[length]:.0f}x, verify >= 1.5x)")
 
 
 if __name__ == "__main__":

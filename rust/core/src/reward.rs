@@ -13,7 +13,7 @@ use regex::{Regex, RegexBuilder};
 use crate::error::{CoreError, Result};
 use crate::extract::{extract_answer, ExtractOptions};
 use crate::parallel;
-use crate::verify::{verify, VerifyOptions};
+use crate::verify::{verify_match, VerifyOptions};
 
 /// Below this many items a batch is scored on the calling thread. Verifying
 /// one item costs microseconds, so the pool pays off far sooner than for the
@@ -80,13 +80,11 @@ impl Spec {
         };
         match self {
             Spec::Math(opts) => {
-                let v = verify(gold, completion, opts);
                 // A gold that cannot be extracted or parsed is the dataset's
                 // fault, not the model's: unscorable rather than wrong.
-                if v.gold.is_none() {
-                    f32::NAN
-                } else {
-                    f32::from(u8::from(v.matched))
+                match verify_match(gold, completion, opts) {
+                    None => f32::NAN,
+                    Some(matched) => f32::from(u8::from(matched)),
                 }
             }
             Spec::Exact {
@@ -290,7 +288,7 @@ pub fn verify_batch(golds: Golds<'_>, preds: &[&str], opts: &VerifyOptions) -> R
     Ok(map_items(preds.len(), |i| {
         let matched = golds
             .get(i)
-            .is_some_and(|g| verify(g, preds[i], opts).matched);
+            .is_some_and(|g| verify_match(g, preds[i], opts) == Some(true));
         f32::from(u8::from(matched))
     }))
 }

@@ -85,69 +85,190 @@ pub fn parse_answer(text: &str, opts: &VerifyOptions) -> Result<Value, Rejection
     )
 }
 
+/// A gold, extracted and parsed once: what every completion of its group is
+/// compared with.
+#[derive(Debug)]
+pub struct Gold {
+    value: Value,
+    /// The extracted parts, for the identical-answer shortcut.
+    parts: Vec<Box<str>>,
+    /// `compare(value, value)`, computed the first time a completion's answer
+    /// is the gold's text itself (the usual correct answer).
+    self_match: std::cell::OnceCell<Result<bool, Rejection>>,
+}
+
+impl Gold {
+    /// Extract and parse a gold; `Err` is the verdict of every completion
+    /// against it.
+    pub fn new(gold: &str, opts: &VerifyOptions) -> Result<Gold, Verdict> {
+        if over_limit(gold, &opts.extract) {
+            return Err(verdict(
+                false,
+                "over budget: gold longer than the extraction limit",
+                None,
+                None,
+            ));
+        }
+        let Some(g) = extract_gold(gold, &opts.extract) else {
+            return Err(verdict(false, "no gold answer", None, None));
+        };
+        let popts = ParseOptions {
+            limits: opts.limits.clone(),
+        };
+        match parse_parts(&g.parts, &popts) {
+            Ok(value) => Ok(Gold {
+                value,
+                parts: g.parts.iter().map(|p| Box::from(*p)).collect(),
+                self_match: std::cell::OnceCell::new(),
+            }),
+            Err(Rejection::OverBudget(why)) => Err(verdict(
+                false,
+                format!("over budget: gold: {why}"),
+                None,
+                None,
+            )),
+            Err(e) => Err(verdict(false, format!("unparseable gold: {e}"), None, None)),
+        }
+    }
+}
+
+/// Golds at most this long are remembered between calls (see [`verify`]).
+const CACHED_GOLD_LEN: usize = 4096;
+
+type CachedGold = (Box<str>, VerifyOptions, std::rc::Rc<Result<Gold, Verdict>>);
+
+thread_local! {
+    /// The last gold verified on this thread: a group's G completions share
+    /// one gold, which is then extracted and parsed once, not G times.
+    static LAST_GOLD: std::cell::RefCell<Option<CachedGold>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The prepared gold of `gold`, from this thread's cache when the last call
+/// had the same gold and options.
+fn cached_gold(gold: &str, opts: &VerifyOptions) -> std::rc::Rc<Result<Gold, Verdict>> {
+    if gold.len() > CACHED_GOLD_LEN {
+        return std::rc::Rc::new(Gold::new(gold, opts));
+    }
+    let cached = LAST_GOLD.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|(text, o, _)| **text == *gold && o == opts)
+            .map(|(_, _, g)| g.clone())
+    });
+    cached.unwrap_or_else(|| {
+        let g = std::rc::Rc::new(Gold::new(gold, opts));
+        LAST_GOLD.with(|c| *c.borrow_mut() = Some((gold.into(), opts.clone(), g.clone())));
+        g
+    })
+}
+
 /// Whether `pred` (a completion) answers `gold` (a gold answer or solution).
+///
+/// The parsed gold of the last call on this thread is kept (golds up to 4 KiB),
+/// so consecutive completions of one gold (a GRPO group, through
+/// `verify_batch` or one call each) parse it once; the verdict is the same.
 pub fn verify(gold: &str, pred: &str, opts: &VerifyOptions) -> Verdict {
-    let popts = ParseOptions {
-        limits: opts.limits.clone(),
+    match &*cached_gold(gold, opts) {
+        Ok(g) => verify_gold(g, pred, opts),
+        Err(v) => v.clone(),
+    }
+}
+
+/// [`verify`]'s `matched`, or `None` when the gold has no usable answer
+/// (nothing is rendered: the batch path).
+pub fn verify_match(gold: &str, pred: &str, opts: &VerifyOptions) -> Option<bool> {
+    match &*cached_gold(gold, opts) {
+        Ok(g) => Some(judge(g, pred, opts).matched),
+        Err(_) => None,
+    }
+}
+
+/// Whether `pred` answers a prepared gold.
+pub fn verify_gold(g: &Gold, pred: &str, opts: &VerifyOptions) -> Verdict {
+    let o = judge(g, pred, opts);
+    Verdict {
+        matched: o.matched,
+        reason: o.reason.into_owned(),
+        gold: Some(g.value.to_string()),
+        pred: o.pred.map(|p| p.to_string()),
+    }
+}
+
+/// A judgement before rendering.
+struct Outcome<'g> {
+    matched: bool,
+    reason: std::borrow::Cow<'static, str>,
+    pred: Option<std::borrow::Cow<'g, Value>>,
+}
+
+fn outcome<'g>(
+    matched: bool,
+    reason: impl Into<std::borrow::Cow<'static, str>>,
+    pred: Option<std::borrow::Cow<'g, Value>>,
+) -> Outcome<'g> {
+    Outcome {
+        matched,
+        reason: reason.into(),
+        pred,
+    }
+}
+
+fn judge<'g>(g: &'g Gold, pred: &str, opts: &VerifyOptions) -> Outcome<'g> {
+    use std::borrow::Cow;
+    let gv = &g.value;
+    if over_limit(pred, &opts.extract) {
+        return outcome(
+            false,
+            "over budget: completion longer than the extraction limit",
+            None,
+        );
+    }
+    let Some(e) = extract_answer(pred, &opts.extract) else {
+        let why = answer_region(pred, &opts.extract)
+            .err()
+            .unwrap_or("no answer found");
+        return outcome(false, why, None);
     };
+    if e.hedge == Some(Hedge::Negated) {
+        return outcome(false, format!("hedge: {}", Hedge::Negated.describe()), None);
+    }
     let copts = CompareOptions {
         rel_tol: opts.rel_tol,
         allow_set_relation_comp: opts.allow_set_relation_comp,
         limits: opts.limits.clone(),
     };
-    if over_limit(gold, &opts.extract) {
-        return verdict(
-            false,
-            "over budget: gold longer than the extraction limit",
-            None,
-            None,
-        );
-    }
-    let Some(g) = extract_gold(gold, &opts.extract) else {
-        return verdict(false, "no gold answer", None, None);
+    // The answer written exactly as the gold: the same parse, so the same
+    // value; whether a value equals itself is decided once per gold.
+    let same_text =
+        e.parts.len() == g.parts.len() && e.parts.iter().zip(&g.parts).all(|(a, b)| *a == &**b);
+    let (pv, result) = if same_text {
+        let r = g
+            .self_match
+            .get_or_init(|| math::compare(gv, gv, &copts))
+            .clone();
+        (Cow::Borrowed(gv), r)
+    } else {
+        let popts = ParseOptions {
+            limits: opts.limits.clone(),
+        };
+        let parsed = match parse_parts(&e.parts, &popts) {
+            Ok(v) => v,
+            Err(Rejection::Empty) => return outcome(false, "empty answer", None),
+            Err(Rejection::OverBudget(why)) => {
+                return outcome(false, format!("over budget: {why}"), None)
+            }
+            Err(e) => return outcome(false, format!("unparseable answer: {e}"), None),
+        };
+        let r = math::compare(gv, &parsed, &copts);
+        (Cow::Owned(parsed), r)
     };
-    let g = match parse_parts(&g.parts, &popts) {
-        Ok(v) => v,
-        Err(Rejection::OverBudget(why)) => {
-            return verdict(false, format!("over budget: gold: {why}"), None, None)
+    match result {
+        Ok(true) => outcome(true, "match", Some(pv)),
+        Ok(false) => {
+            let why = no_match_reason(gv, &pv, e.hedge);
+            outcome(false, why, Some(pv))
         }
-        Err(e) => return verdict(false, format!("unparseable gold: {e}"), None, None),
-    };
-    if over_limit(pred, &opts.extract) {
-        return verdict(
-            false,
-            "over budget: completion longer than the extraction limit",
-            Some(&g),
-            None,
-        );
-    }
-    let Some(p) = extract_answer(pred, &opts.extract) else {
-        let why = answer_region(pred, &opts.extract)
-            .err()
-            .unwrap_or("no answer found");
-        return verdict(false, why, Some(&g), None);
-    };
-    if p.hedge == Some(Hedge::Negated) {
-        return verdict(
-            false,
-            format!("hedge: {}", Hedge::Negated.describe()),
-            Some(&g),
-            None,
-        );
-    }
-    let hedge = p.hedge;
-    let p = match parse_parts(&p.parts, &popts) {
-        Ok(v) => v,
-        Err(Rejection::Empty) => return verdict(false, "empty answer", Some(&g), None),
-        Err(Rejection::OverBudget(why)) => {
-            return verdict(false, format!("over budget: {why}"), Some(&g), None)
-        }
-        Err(e) => return verdict(false, format!("unparseable answer: {e}"), Some(&g), None),
-    };
-    match math::compare(&g, &p, &copts) {
-        Ok(true) => verdict(true, "match", Some(&g), Some(&p)),
-        Ok(false) => verdict(false, no_match_reason(&g, &p, hedge), Some(&g), Some(&p)),
-        Err(e) => verdict(false, e.to_string(), Some(&g), Some(&p)),
+        Err(e) => outcome(false, e.to_string(), Some(pv)),
     }
 }
 
@@ -231,5 +352,56 @@ mod tests {
             ..VerifyOptions::default()
         };
         assert!(verify("3", "<think>so \\boxed{3}", &off).matched);
+    }
+
+    #[test]
+    fn the_cached_gold_gives_the_uncached_verdict() {
+        let pairs = [
+            ("\\frac12", "so \\boxed{\\frac12}"),
+            ("\\frac12", "so \\boxed{0.5}"),
+            ("\\frac12", "so \\boxed{\\frac13}"),
+            ("0/0", "\\boxed{0/0}"),
+            ("0/0", "\\boxed{1}"),
+            ("", "\\boxed{1}"),
+            ("\\frac{", "\\boxed{\\frac{}"),
+            ("(2,2), (6,2)", "\\boxed{(2,2), (6,2)}"),
+            ("(2,2), (6,2)", "\\boxed{(6,2)} and \\boxed{(2,2)}"),
+            ("x^2+2x+1", "\\boxed{x^2+2x+1}"),
+            ("x^2+2x+1", "\\boxed{(x+1)^2}"),
+        ];
+        let o = VerifyOptions::default();
+        let tight = VerifyOptions {
+            rel_tol: 0.0,
+            ..VerifyOptions::default()
+        };
+        for opts in [&o, &tight] {
+            for round in 0..2 {
+                for (gold, pred) in pairs {
+                    let fresh = match Gold::new(gold, opts) {
+                        Ok(g) => verify_gold(&g, pred, opts),
+                        Err(v) => v,
+                    };
+                    // Twice in a row (a cache hit) and after another gold.
+                    assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
+                    assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
+                    let m = verify_match(gold, pred, opts);
+                    assert_eq!(m, fresh.gold.as_ref().map(|_| fresh.matched));
+                }
+            }
+        }
+        // The identical-text shortcut keeps the comparison's judgement: an
+        // undefined value matches nothing, itself included.
+        assert!(!v("0/0", "\\boxed{0/0}").matched);
+        assert!(v("x^2+2x+1", "\\boxed{x^2+2x+1}").matched);
+        // Options are part of the cache key.
+        assert!(v("\\sqrt2", "\\boxed{1.41421356}").matched);
+        let none = VerifyOptions {
+            extract: ExtractOptions {
+                rules: vec![crate::extract::Rule::Gsm8k],
+                ..ExtractOptions::default()
+            },
+            ..VerifyOptions::default()
+        };
+        assert!(!verify("\\sqrt2", "\\boxed{1.41421356}", &none).matched);
     }
 }
