@@ -360,3 +360,75 @@ COMPLETIONS = [
 @pytest.mark.parametrize(("gold", "text", "expected"), COMPLETIONS)
 def test_whole_completions(gold: str, text: str, expected: bool) -> None:
     assert verify(gold, text) is expected
+
+
+# Expressions built to vanish exactly where a fixed-point sampler would look
+# (VERIFY_SEMANTICS.md: the sample points must not be guessable); sympy decides
+# whether the two sides are equal.
+TARGETED = [
+    ("x", r"x + \sin(42\pi x)", "x", "x + sin(42*pi*x)"),
+    ("x", r"x + \sin(2520\pi x)", "x", "x + sin(2520*pi*x)"),
+    ("x^2", "x^2+(x-7)(3x-52)(7x+206)", "x**2", "x**2+(x-7)*(3*x-52)*(7*x+206)"),
+    ("x^2", "x^2+(x-7)(3x-52)(7x+206)(x+1)", "x**2", "x**2+(x-7)*(3*x-52)*(7*x+206)*(x+1)"),
+    ("a+b", "a+b+(a-7)(b-11)", "a+b", "a+b+(a-7)*(b-11)"),
+    ("(x+1)^{20}", r"(x+1)^{20} + 10^{-30}x", "(x+1)**20", "(x+1)**20 + x/10**30"),
+    (
+        "(a+b)^5",
+        "a^5+5a^4b+10a^3b^2+10a^2b^3+5ab^4+b^5",
+        "(a+b)**5",
+        "a**5+5*a**4*b+10*a**3*b**2+10*a**2*b**3+5*a*b**4+b**5",
+    ),
+    (r"\frac{x^2-1}{x-1}", "x+1", "(x**2-1)/(x-1)", "x+1"),
+    (r"\sqrt{x^2}", "x", "sqrt(x**2)", "x"),
+    (r"e^{x}e^{y}", "e^{x+y}", "exp(x)*exp(y)", "exp(x+y)"),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "a", "b"), TARGETED)
+def test_expressions_built_for_fixed_points_do_not_fool_it(
+    gold: str, pred: str, a: str, b: str
+) -> None:
+    expected = sympy_equal(a, b)
+    assert verify(gold, completion(pred)) is expected
+    # The same pair always gets the same answer.
+    assert verify(gold, completion(pred)) is expected
+
+
+def test_a_relation_built_for_fixed_points_does_not_match() -> None:
+    assert verify("y = x^2", completion("y = x^2+(x-7)(3x-52)(7x+206)")) is False
+    assert verify("y = x^2+2x+1", completion("y = (x+1)^2")) is True
+
+
+SELF = [
+    "e^{710}",
+    r"\pi^{700}",
+    r"10^{400}\pi",
+    r"(1+\sqrt2)^{900}",
+    r"\sqrt2" * 26,
+    r"\sin(" * 40 + "1" + ")" * 40,
+    "e^{x^3}",
+    "x1",
+    "(x1, y1)",
+    "x2+1",
+    "x_1",
+    r"\frac{x_1 + x_2}{2}",
+]
+
+
+@pytest.mark.parametrize("answer", SELF, ids=range(len(SELF)))
+def test_every_answer_equals_itself(answer: str) -> None:
+    # VERIFY_SEMANTICS.md: verify(s, s) holds for any answer that parses, or the
+    # reason says it was over budget.
+    v = verify_detailed(answer, completion(answer))
+    assert v.matched or v.reason.startswith("over budget"), v.reason
+
+
+def test_large_values_are_still_compared() -> None:
+    assert verify("e^{710}", completion("e^{709}e")) is True
+    assert verify("e^{710}", completion("e^{709}")) is False
+    assert verify(r"10^{400}\pi", completion(r"\pi \cdot 10^{400}")) is True
+    assert verify(r"10^{400}\pi", completion(r"10^{399}\pi")) is False
+    assert verify(r"\sqrt2" * 26, completion("8192")) is True
+    assert verify("x1 + 1", completion("1 + x_1")) is True
+    assert verify("x1", completion("x2")) is False
+    assert verify("(x1, y1)", completion("(x_1, y_1)")) is True

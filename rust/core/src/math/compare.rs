@@ -1,13 +1,14 @@
 //! Deciding whether two parsed answers are the same answer.
 //!
-//! Scalars are compared by value: both sides are evaluated at the same
-//! points (one point when there are no variables, three otherwise, so that
-//! `x^2+2x+1` and `(x+1)^2` agree as polynomials do, by Schwartz-Zippel).
-//! Rational values compare exactly; a decimal against a value with no
-//! terminating expansion, or anything irrational, compares within a relative
-//! tolerance (the caller's `rel_tol` when a decimal is involved, 1e-9
-//! otherwise). Structures compare element by element, sets and bare lists
-//! without regard to order.
+//! Scalars are compared by value. Polynomials and rational functions of the
+//! variables compare exactly by canonical form ([`super::poly`]); other
+//! expressions in variables are evaluated at five points drawn from a
+//! generator seeded by a hash of both answers, so no expression can be built
+//! to vanish at them. Rational values compare exactly; a decimal against a
+//! value with no terminating expansion, or anything irrational, compares
+//! within a relative tolerance (the caller's `rel_tol` when a decimal is
+//! involved, 1e-9 otherwise). Structures compare element by element, sets
+//! and bare lists without regard to order.
 
 use std::collections::BTreeSet;
 
@@ -19,6 +20,7 @@ use super::ast::{Func, Node, RelOp};
 use super::display::render;
 use super::eval::{Cq, Evaluator, C64, V};
 use super::parser::normalize_text;
+use super::poly::{self, Rat};
 use super::precise;
 use super::{CompareOptions, Limits, Rejection};
 
@@ -28,14 +30,16 @@ type R<T> = Result<T, Rejection>;
 /// point (`2\sqrt2` against `\sqrt8`).
 const TIGHT: f64 = 1e-9;
 
-/// Values given to the variables at each test point: small distinct primes,
-/// so that sums with a variable bound stay short and powers stay exact.
-const POINT_VALUES: [i64; 16] = [
-    7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67,
-];
+/// Points at which expressions in variables are sampled when no exact
+/// canonical form decides (see [`bind`]).
+const SAMPLE_POINTS: usize = 5;
 
 pub(crate) struct Cmp<'a> {
     pub opts: &'a CompareOptions,
+    /// The two answers being compared: the sample points are drawn from a
+    /// hash of both, so no expression can be built to vanish at them.
+    pub roots: (&'a Node, &'a Node),
+    pub seed: std::cell::Cell<Option<u64>>,
     pub calls: std::cell::Cell<u64>,
     pub cheap: std::cell::Cell<u64>,
     /// Units of exact arithmetic spent so far (see [`super::Limits::max_work`]).
@@ -328,9 +332,20 @@ impl Cmp<'_> {
         let ints = integer_symbols(&[a, b]);
         let mut ratio: Option<V> = None;
         let approx = a.has_decimal() || b.has_decimal();
+        if !syms.is_empty() {
+            if let Some((ra, rb, mut ctx)) = self.rats(a, b, &syms) {
+                let r = ctx.proportional(&ra, &rb, positive);
+                self.work.set(ctx.work);
+                match r {
+                    Some(true) => return Ok(true),
+                    Some(false) if !approx => return Ok(false),
+                    _ => {}
+                }
+            }
+        }
         for point in 0..points_for(&syms) {
             let mut ev = self.evaluator();
-            bind(&mut ev, &syms, &ints, point);
+            self.bind(&mut ev, &syms, &ints, point);
             let va = ev.eval(a);
             let vb = ev.eval(b);
             self.work.set(ev.work);
@@ -563,19 +578,74 @@ impl Cmp<'_> {
         } else {
             integer_symbols(&[g, p])
         };
+        let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        // Polynomials and rational functions compare exactly, by canonical
+        // form; sampling decides only what they cannot.
+        if !syms.is_empty() {
+            match self.poly_equal(g, p, &syms) {
+                Some(true) => return Ok(true),
+                Some(false) if !dg && !dp => return Ok(false),
+                _ => {}
+            }
+        }
         let vg = self.sample(g, &syms, &ints)?;
         let vp = self.sample(p, &syms, &ints)?;
-        let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        let both_exact = matches!((&vg[0], &vp[0]), (V::Q(_), V::Q(_)));
+        if syms.is_empty() && !both_exact && (overflowed(&vg[0]) || overflowed(&vp[0])) {
+            return self.beyond_f64(g, p, &vg[0], &vp[0]);
+        }
         if !self.samples_equal(&vg, dg, &vp, dp, syms.is_empty()) {
-            return Ok(false);
+            // The same expression is the same answer, even where its value
+            // leaves the range of `f64` at a sample point.
+            return Ok(g == p && vg.iter().any(|v| *v != V::Undefined));
         }
         // Two exact values equal only to float precision get a second,
         // high-precision look (`\sqrt2 + 10^{-12}` is not `\sqrt2`).
-        let both_exact = matches!((&vg[0], &vp[0]), (V::Q(_), V::Q(_)));
         if syms.is_empty() && !dg && !dp && !both_exact && precise::differ(g, p) == Some(true) {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Two constants of which at least one is too large (or too small) for
+    /// `f64`: compared in high precision, or over budget.
+    fn beyond_f64(&self, g: &Node, p: &Node, vg: &V, vp: &V) -> R<bool> {
+        if matches!(vg, V::Undefined | V::Inf(_)) || matches!(vp, V::Undefined | V::Inf(_)) {
+            return Ok(false);
+        }
+        if let Some(d) = precise::differ(g, p) {
+            return Ok(!d);
+        }
+        if g == p {
+            return Ok(true);
+        }
+        Err(Rejection::OverBudget(
+            "a value beyond the range of floating point".into(),
+        ))
+    }
+
+    /// `g = p` as rational functions of `syms`, within half of what is left
+    /// of the work budget; `None` when either is not one (or too large).
+    fn poly_equal(&self, g: &Node, p: &Node, syms: &[String]) -> Option<bool> {
+        let (rg, rp, mut ctx) = self.rats(g, p, syms)?;
+        let r = ctx.equal(&rg, &rp);
+        self.work.set(ctx.work);
+        r
+    }
+
+    fn rats<'s>(
+        &self,
+        a: &Node,
+        b: &Node,
+        syms: &'s [String],
+    ) -> Option<(Rat, Rat, poly::Ctx<'s>)> {
+        let start = self.work.get();
+        let cap = start + self.opts.limits.max_work.saturating_sub(start) / 2;
+        let mut ctx = poly::Ctx::new(syms, start, cap);
+        let ra = ctx.rat(a);
+        let rb = ra.as_ref().and_then(|_| ctx.rat(b));
+        self.work.set(ctx.work.min(cap));
+        Some((ra?, rb?, ctx))
     }
 
     /// The values of `n` at the sample points for `syms`.
@@ -583,7 +653,7 @@ impl Cmp<'_> {
         let mut out = Vec::with_capacity(3);
         for point in 0..points_for(syms) {
             let mut ev = self.evaluator();
-            bind(&mut ev, syms, ints, point);
+            self.bind(&mut ev, syms, ints, point);
             let v = ev.eval(n);
             self.work.set(ev.work);
             out.push(v?);
@@ -691,6 +761,15 @@ fn is_positive(v: &V) -> bool {
     }
 }
 
+/// A value `f64` could not hold (it overflowed to infinity or NaN).
+fn overflowed(v: &V) -> bool {
+    match v {
+        V::F(c) => !(c.re.is_finite() && c.im.is_finite()),
+        V::Q(c) => !c.to_c64().re.is_finite() || !c.to_c64().im.is_finite(),
+        _ => false,
+    }
+}
+
 /// Whether a rational has a terminating decimal expansion.
 fn terminates(c: &Cq) -> bool {
     let ok = |r: &BigRational| {
@@ -727,7 +806,7 @@ fn points_for(syms: &[String]) -> usize {
     if syms.is_empty() {
         1
     } else {
-        3
+        SAMPLE_POINTS
     }
 }
 
@@ -752,29 +831,124 @@ fn integer_symbols(nodes: &[&Node]) -> BTreeSet<String> {
     out
 }
 
-fn bind(ev: &mut Evaluator<'_>, syms: &[String], ints: &BTreeSet<String>, point: usize) {
-    for (j, s) in syms.iter().enumerate() {
-        let v = POINT_VALUES[(j * 5 + point * 3 + j / POINT_VALUES.len()) % POINT_VALUES.len()];
-        // The first point is all integers (sums need integer bounds); the
-        // others are not, so that `\sin(\pi x)` is not mistaken for 0.
-        let offset = match point {
-            _ if ints.contains(s) => BigRational::zero(),
-            0 => BigRational::zero(),
-            1 => BigRational::new(BigInt::from(1), BigInt::from(3)),
-            _ => BigRational::new(BigInt::from(3), BigInt::from(7)),
+/// FNV-1a over bytes, continuing from `h`.
+fn fnv(h: &mut u64, bytes: &[u8]) {
+    for b in bytes {
+        *h ^= u64::from(*b);
+        *h = h.wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+/// A structural hash of a parsed answer, the same on every run and
+/// platform (no `RandomState`).
+fn hash_node(n: &Node, h: &mut u64) {
+    n.walk(&mut |m| {
+        let tag: u8 = match m {
+            Node::Num(v, d) => {
+                fnv(h, &v.numer().to_signed_bytes_le());
+                fnv(h, b"/");
+                fnv(h, &v.denom().to_signed_bytes_le());
+                1 + u8::from(*d)
+            }
+            Node::Sym(s) | Node::Text(s) => {
+                fnv(h, s.as_bytes());
+                3
+            }
+            Node::Indexed(s, _) | Node::Apply(s, _) | Node::BigOp(_, s, ..) => {
+                fnv(h, s.as_bytes());
+                4
+            }
+            Node::Func(f, _) => 16 + *f as u8,
+            Node::Pi => 5,
+            Node::Inf => 6,
+            Node::Add(v) | Node::Mul(v) | Node::List(v) | Node::Tuple(v) | Node::Set(v) => {
+                fnv(h, &(v.len() as u64).to_le_bytes());
+                7
+            }
+            Node::Rel(v, ops) => {
+                for o in ops {
+                    fnv(h, &[*o as u8]);
+                }
+                fnv(h, &(v.len() as u64).to_le_bytes());
+                8
+            }
+            Node::Neg(_) => 9,
+            Node::Div(..) => 10,
+            Node::Pow(..) => 11,
+            Node::Root(..) => 12,
+            _ => 13,
         };
-        let mut v =
-            BigRational::from_integer(BigInt::from(v + (j / POINT_VALUES.len()) as i64)) + offset;
-        // The last point is negative, so that `|x - 3|` is not `x - 3`.
-        if point == 2 && !ints.contains(s) {
-            v = -v;
+        fnv(h, &[tag]);
+    });
+}
+
+/// splitmix64: the next value of a deterministic stream.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Cmp<'_> {
+    fn seed(&self) -> u64 {
+        if let Some(s) = self.seed.get() {
+            return s;
         }
-        ev.env.push((
-            s.clone(),
-            V::Q(Cq {
-                re: v,
-                im: BigRational::zero(),
-            }),
-        ));
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        hash_node(self.roots.0, &mut h);
+        fnv(&mut h, b"\0|\0");
+        hash_node(self.roots.1, &mut h);
+        self.seed.set(Some(h));
+        h
+    }
+
+    /// Give every variable its value at sample point `point`: drawn from a
+    /// generator seeded by both answers. Integer variables (bounds of sums,
+    /// arguments of factorials, subscripts) get integers from 2 to 31; the
+    /// others non-integers with 4-digit denominators, of both signs and
+    /// magnitudes from below 1 to about 100, so that neither `\sin(42\pi x)`
+    /// nor a polynomial with chosen roots vanishes at all of them.
+    fn bind(&self, ev: &mut Evaluator<'_>, syms: &[String], ints: &BTreeSet<String>, point: usize) {
+        let seed = self.seed();
+        for s in syms {
+            let mut st = seed ^ (point as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+            fnv(&mut st, s.as_bytes());
+            let r1 = splitmix(&mut st);
+            let r2 = splitmix(&mut st);
+            let r3 = splitmix(&mut st);
+            let v = if ints.contains(s) {
+                BigRational::from_integer(BigInt::from(2 + r1 % 30))
+            } else {
+                let den = 1001 + r1 % 8999;
+                let num = 1 + r2 % (den - 1);
+                let whole = match point % 5 {
+                    0 => 0,
+                    1 => 1 + r3 % 3,
+                    2 => 4 + r3 % 12,
+                    3 => 16 + r3 % 84,
+                    _ => r3 % 8,
+                };
+                let v = BigRational::new(BigInt::from(whole * den + num), BigInt::from(den));
+                let negative = match point % 5 {
+                    1 | 3 => true,
+                    0 | 2 => false,
+                    _ => (r3 >> 40) & 1 == 1,
+                };
+                if negative {
+                    -v
+                } else {
+                    v
+                }
+            };
+            ev.env.push((
+                s.clone(),
+                V::Q(Cq {
+                    re: v,
+                    im: BigRational::zero(),
+                }),
+            ));
+        }
     }
 }

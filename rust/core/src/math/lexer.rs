@@ -360,6 +360,20 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
         }
         let run = &self.src[start..self.pos];
+        // A one-letter name carrying digits (`x1`, `y12`) is the subscripted
+        // name (`x_1`), as written in answers like `(x1, y1)`.
+        if run.len() == 1 && self.peek().is_ascii_digit() {
+            let d0 = self.pos;
+            while self.pos < end && self.pos - d0 < 3 && self.peek().is_ascii_digit() {
+                self.pos += 1;
+            }
+            if !self.peek().is_ascii_digit() && self.peek() != b'.' {
+                let digits = self.src[d0..self.pos].trim_start_matches('0');
+                let digits = if digits.is_empty() { "0" } else { digits };
+                return self.push(T::Letter(format!("{run}_{digits}")));
+            }
+            self.pos = d0;
+        }
         // Split where a lower-case letter meets an upper-case one (`orW`).
         let mut pieces = Vec::new();
         let mut from = 0;

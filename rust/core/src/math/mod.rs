@@ -18,6 +18,7 @@ pub(crate) mod display;
 mod eval;
 mod lexer;
 mod parser;
+mod poly;
 mod precise;
 
 use std::fmt;
@@ -206,6 +207,8 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
     compare::Cmp {
         opts,
+        roots: (&gold.node, &pred.node),
+        seed: std::cell::Cell::new(None),
         calls: std::cell::Cell::new(0),
         cheap: std::cell::Cell::new(0),
         work: std::cell::Cell::new(0),

@@ -274,3 +274,80 @@ fn left_nesting_is_bounded() {
         .join()
         .unwrap();
 }
+
+#[test]
+fn expressions_built_to_vanish_at_chosen_points_do_not_match() {
+    // VERIFY_SEMANTICS.md: sample points must not be guessable.
+    assert!(!eq("x", "x + \\sin(42\\pi x)"));
+    assert!(!eq("x", "x + \\sin(2520\\pi x)"));
+    assert!(!eq("x", "x + \\sin(720720\\pi x)"));
+    assert!(!eq("x^2", "x^2+(x-7)(3x-52)(7x+206)"));
+    assert!(!eq("x^2", "x^2+(x-7)(3x-52)(7x+206)(x+1)(2x-1)(3x+1)"));
+    assert!(!eq("y = x^2", "y = x^2+(x-7)(3x-52)(7x+206)"));
+    assert!(!eq("x^2 > 1", "x^2 + (x-7)(3x-52)(7x+206) > 1"));
+    assert!(!eq("a+b", "a+b+(a-7)(b-11)(a-13)"));
+    // A difference far below float precision is still a difference.
+    assert!(!eq("(x+1)^{20}", "(x+1)^{20} + 10^{-30}x"));
+    // Identities still hold, exactly.
+    assert!(eq("x^2+2x+1", "(x+1)^2"));
+    assert!(eq("(a+b)^5", "a^5+5a^4b+10a^3b^2+10a^2b^3+5ab^4+b^5"));
+    assert!(eq("\\frac{x^2-1}{x-1}", "x+1"));
+    assert!(eq("\\frac{1}{x-1}-\\frac{1}{x}", "\\frac{1}{x(x-1)}"));
+    assert!(eq("(1+i)x^2", "x^2 + ix^2"));
+    assert!(eq("50\\% x", "\\frac{x}{2}"));
+    assert!(eq("y = (x+1)^2", "y = x^2 + 2x + 1"));
+    assert!(eq("2y = 4x + 6", "y = 2x + 3"));
+    assert!(eq("x + 1 > 0", "2x + 2 > 0"));
+    assert!(!eq("x + 1 > 0", "-2x - 2 > 0"));
+    // Where only sampling decides, identities still agree at every point.
+    assert!(eq("\\sin^2 x + \\cos^2 x", "1"));
+    assert!(eq("\\sqrt{x^2}", "|x|"));
+    assert!(!eq("\\sqrt{x^2}", "x"));
+    assert!(eq("e^{x}e^{y}", "e^{x+y}"));
+    assert!(!eq("\\lfloor x \\rfloor", "x"));
+    // Deterministic: the same pair always gets the same answer.
+    for _ in 0..3 {
+        assert!(!eq("x", "x + \\sin(42\\pi x)"));
+    }
+}
+
+#[test]
+fn every_answer_equals_itself() {
+    let p = ParseOptions::default();
+    let o = CompareOptions::default();
+    let product = "\\sqrt2".repeat(26);
+    let nested = "\\sin(".repeat(40) + "1" + &")".repeat(40);
+    let cases = [
+        "e^{710}",
+        "\\pi^{700}",
+        "10^{400}\\pi",
+        "(1+\\sqrt2)^{900}",
+        product.as_str(),
+        nested.as_str(),
+        "e^{x^3}",
+        "x^{x^{x}}",
+        "10^{-400}\\pi",
+        "x1",
+        "(x1, y1)",
+        "x2+1",
+        "x_1",
+        "a_{12} + b3",
+    ];
+    for s in cases {
+        let v = parse(s, &p).unwrap_or_else(|e| panic!("{s}: {e}"));
+        match compare(&v, &v, &o) {
+            Ok(m) => assert!(m, "{s}"),
+            Err(e) => assert!(e.to_string().starts_with("over budget"), "{s}: {e}"),
+        }
+    }
+    // Large values are still compared, not merely matched.
+    assert!(eq("e^{710}", "e^{709} e"));
+    assert!(!eq("e^{710}", "e^{709}"));
+    assert!(eq("10^{400}\\pi", "\\pi \\cdot 10^{400}"));
+    assert!(!eq("10^{400}\\pi", "10^{399}\\pi"));
+    assert!(eq("\\sqrt2^{26}", "8192"));
+    assert!(eq(&product, "8192"));
+    assert!(eq("x1 + 1", "1 + x_1"));
+    assert!(!eq("x1", "x2"));
+    assert!(eq("(x1, y1)", "(x_1, y_1)"));
+}
