@@ -432,3 +432,48 @@ def test_large_values_are_still_compared() -> None:
     assert verify("x1 + 1", completion("1 + x_1")) is True
     assert verify("x1", completion("x2")) is False
     assert verify("(x1, y1)", completion("(x_1, y_1)")) is True
+
+
+# VERIFY_SEMANTICS.md: "a percentage matches its number with or without the
+# sign, and its fraction: 10\% = 10 = 0.1, whichever side carries the sign".
+PERCENT = [
+    ("25", "The answer is 25%.", True),
+    ("40", r"\boxed{40\%}", True),
+    ("0.4", r"\boxed{40\%}", True),
+    (r"10\%", r"\boxed{10}", True),
+    (r"10\%", r"\boxed{0.1}", True),
+    ("10", r"\boxed{10\%}", True),
+    ("0.1", r"\boxed{10\%}", True),
+    (r"\frac{1}{10}", r"\boxed{10\%}", True),
+    ("25", "The answer is 26%.", False),
+    ("10", r"\boxed{1\%}", False),
+    (r"10\%", r"\boxed{20\%}", False),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "expected"), PERCENT)
+def test_percent_whichever_side_carries_the_sign(gold: str, pred: str, expected: bool) -> None:
+    assert verify(gold, pred) is expected
+
+
+# VERIFY_SEMANTICS.md: trailing units are decoration on the gold's side as on
+# the answer's, after a value or a constant expression.
+UNITS = [
+    (r"10\text{ cm}^{2}", "10", True),
+    (r"10\text{ cm}^{2}", "100", False),
+    (r"2\pi \text{ cm}", r"2\pi", True),
+    (r"2\pi", r"2\pi \text{ cm}", True),
+    (r"2\pi \text{ cm}", "2", False),
+    (r"5\mathrm{m/s}", "5", True),
+    ("5", r"5\mathrm{m/s}", True),
+    ("60", "60 km/h", True),
+    ("60 km/h", "60", True),
+    ("3", r"3 \text{ meters}", True),
+    ("20", r"20 \text{ dollars}", True),
+    ("12", "12 cm", True),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "expected"), UNITS)
+def test_units_on_either_side(gold: str, pred: str, expected: bool) -> None:
+    assert verify(gold, completion(pred)) is expected

@@ -562,11 +562,20 @@ impl Cmp<'_> {
     }
 
     fn scalar(&self, g: &Node, p: &Node) -> R<bool> {
-        // A percentage gold accepts its number and its fraction: 10% = 10 = 0.1.
-        if let Node::Percent(x) = g {
-            if !matches!(p, Node::Percent(_)) && self.scalar_values(x, p)? {
-                return Ok(true);
+        // A percentage matches its number and its fraction, whichever side
+        // carries the sign: 10% = 10 = 0.1.
+        match (g, p) {
+            (Node::Percent(x), o) if !matches!(o, Node::Percent(_)) => {
+                if self.scalar_values(x, o)? {
+                    return Ok(true);
+                }
             }
+            (o, Node::Percent(x)) if !matches!(o, Node::Percent(_)) => {
+                if self.scalar_values(o, x)? {
+                    return Ok(true);
+                }
+            }
+            _ => {}
         }
         self.scalar_values(g, p)
     }

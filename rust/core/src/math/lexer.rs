@@ -374,6 +374,18 @@ impl<'a> Lexer<'a> {
             }
             self.pos = d0;
         }
+        // A compound unit written bare: `km/h`, `cm/s`.
+        if run.len() >= 2 && UNITS.contains(&run) && self.peek() == b'/' {
+            let mut j = self.pos + 1;
+            while j < end && self.s[j].is_ascii_alphabetic() {
+                j += 1;
+            }
+            if UNITS.contains(&&self.src[self.pos + 1..j]) {
+                let unit = self.src[start..j].to_string();
+                self.pos = j;
+                return self.push(T::Text(unit));
+            }
+        }
         // Split where a lower-case letter meets an upper-case one (`orW`).
         let mut pieces = Vec::new();
         let mut from = 0;
@@ -486,6 +498,9 @@ impl<'a> Lexer<'a> {
                 self.space = true;
                 return Ok(());
             }
+            "mathrm" | "rm" | "mathit" | "operatorname" if self.unit_group(end) => {
+                return self.text(end);
+            }
             "text" | "textbf" | "textit" | "textrm" | "textnormal" | "mbox" | "textsf"
             | "texttt" | "emph" | "mathtt" => return self.text(end),
             "begin" | "end" => {
@@ -582,6 +597,30 @@ impl<'a> Lexer<'a> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Whether the `{...}` group at the cursor holds a unit (`\mathrm{cm}`,
+    /// `\mathrm{m/s}`, `\mathrm{km/h}`, `\mathrm{meters}`): lower-case words
+    /// that are known units or longer than two letters, joined by `/` or
+    /// spaces. A single letter that is no unit (`\mathrm{e}`) is not one.
+    fn unit_group(&self, end: usize) -> bool {
+        let mut i = self.pos;
+        while i < end && self.s[i] == b' ' {
+            i += 1;
+        }
+        if self.at(i) != b'{' {
+            return false;
+        }
+        let Some(close) = self.src[i..end].find('}').map(|k| i + k) else {
+            return false;
+        };
+        let inner = self.src[i + 1..close].trim();
+        !inner.is_empty()
+            && inner.split(['/', ' ']).filter(|w| !w.is_empty()).all(|w| {
+                w.bytes().all(|b| b.is_ascii_lowercase())
+                    && (UNITS.contains(&w) || w.len() >= 3)
+                    && !matches!(w, "sin" | "cos" | "tan" | "log" | "exp")
+            })
     }
 
     /// The raw contents of the `{...}` group at the cursor (after spaces).

@@ -351,8 +351,12 @@ impl<'a> Parser<'a> {
                 // A trailing unit (`125 miles`, `10\text{ cm}^2`): decoration.
                 self.bump();
                 if self.peek() == Some(&T::P('^')) {
-                    if let Some(T::Num(..)) = self.peek_at(1).map(|t| &t.t) {
-                        self.pos += 2;
+                    let at = |k: usize| self.peek_at(k).map(|t| &t.t);
+                    match (at(1), at(2), at(3)) {
+                        (Some(T::Num(..)), _, _) => self.pos += 2,
+                        // `\text{ cm}^{2}`
+                        (Some(T::P('{')), Some(T::Num(..)), Some(T::P('}'))) => self.pos += 4,
+                        _ => {}
                     }
                 }
                 Ok(left)

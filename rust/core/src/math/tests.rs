@@ -351,3 +351,50 @@ fn every_answer_equals_itself() {
     assert!(!eq("x1", "x2"));
     assert!(eq("(x1, y1)", "(x_1, y_1)"));
 }
+
+#[test]
+fn percent_either_side() {
+    // VERIFY_SEMANTICS.md: `10\%` = `10` = `0.1`, whichever side carries the sign.
+    for (a, b) in [
+        ("10\\%", "10"),
+        ("10\\%", "0.1"),
+        ("10\\%", "\\frac{1}{10}"),
+    ] {
+        assert!(eq(a, b), "{a} {b}");
+        assert!(eq(b, a), "{b} {a}");
+    }
+    assert!(eq("25", "25%"));
+    assert!(eq("40", "40\\%"));
+    assert!(eq("0.4", "40\\%"));
+    assert!(eq("10\\%", "10\\%"));
+    assert!(!eq("10\\%", "20\\%"));
+    assert!(!eq("25", "26%"));
+    assert!(!eq("10", "1\\%"));
+}
+
+#[test]
+fn units_are_decoration_on_either_side() {
+    // VERIFY_SEMANTICS.md: trailing units after a value or a constant expression.
+    for (a, b) in [
+        ("10\\text{ cm}^{2}", "10"),
+        ("10\\text{ cm}^2", "10"),
+        ("10 \\mathrm{cm}^{2}", "10"),
+        ("2\\pi \\text{ cm}", "2\\pi"),
+        ("2\\pi \\mathrm{cm}", "2\\pi"),
+        ("5\\mathrm{m/s}", "5"),
+        ("5 \\text{m/s}", "5"),
+        ("60 km/h", "60"),
+        ("60 \\mathrm{km/h}", "60"),
+        ("12 cm", "12"),
+        ("3 meters", "3"),
+        ("20 dollars", "20"),
+        ("\\frac{1}{2}\\text{ cm}", "0.5"),
+    ] {
+        assert!(eq(a, b), "{a} {b}");
+        assert!(eq(b, a), "{b} {a}");
+    }
+    assert!(!eq("10\\text{ cm}^{2}", "100"));
+    assert!(!eq("2\\pi \\text{ cm}", "2"));
+    assert!(eq("\\mathrm{e}^{2}", "e^2"));
+    assert!(eq("e^{\\mathrm{i}\\pi}", "-1"));
+}
