@@ -564,18 +564,15 @@ impl Cmp<'_> {
     fn scalar(&self, g: &Node, p: &Node) -> R<bool> {
         // A percentage matches its number and its fraction, whichever side
         // carries the sign: 10% = 10 = 0.1.
-        match (g, p) {
-            (Node::Percent(x), o) if !matches!(o, Node::Percent(_)) => {
-                if self.scalar_values(x, o)? {
-                    return Ok(true);
-                }
+        let number = match (g, p) {
+            (Node::Percent(x), o) if !matches!(o, Node::Percent(_)) => Some((&**x, o)),
+            (o, Node::Percent(x)) if !matches!(o, Node::Percent(_)) => Some((o, &**x)),
+            _ => None,
+        };
+        if let Some((a, b)) = number {
+            if self.scalar_values(a, b)? {
+                return Ok(true);
             }
-            (o, Node::Percent(x)) if !matches!(o, Node::Percent(_)) => {
-                if self.scalar_values(o, x)? {
-                    return Ok(true);
-                }
-            }
-            _ => {}
         }
         self.scalar_values(g, p)
     }
