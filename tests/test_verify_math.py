@@ -477,3 +477,29 @@ UNITS = [
 @pytest.mark.parametrize(("gold", "pred", "expected"), UNITS)
 def test_units_on_either_side(gold: str, pred: str, expected: bool) -> None:
     assert verify(gold, completion(pred)) is expected
+
+
+# VERIFY_SEMANTICS.md, "Relations": when both sides are relations the left
+# sides must agree; a function's name on the left names the same thing as y;
+# against a gold value an equation chain ending in a constant answers with it.
+RELATIONS = [
+    (r"\sin(x)=\frac{42}{59}", r"\cos(x)=\frac{42}{59}", False),
+    (r"\tan\theta = \frac34", r"\cot\theta = \frac34", False),
+    (r"\tan\theta = \frac34", r"\tan\theta = \frac{6}{8}", True),
+    ("x = 5", "y = 5", False),
+    ("f(x) = 2x+3", "y = 2x+3", True),
+    ("y = 2x+3", "f(x) = 2x+3", True),
+    ("f(x) = 2x+3", "y = 2x+4", False),
+    ("1", r"\lim_{x\to 0}\frac{\sin x}{x} = 1", True),
+    ("0", r"\lim_{x\to 0}\frac{\sin x}{x} = 1", False),
+    ("2", r"17 \bmod 5 = 2", True),
+    ("3", r"17 \bmod 5 = 2", False),
+    ("4", r"\sqrt{16}=4", True),
+    ("8", "3^2 = 8", True),
+    ("9", "3^2 = 8", False),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "expected"), RELATIONS)
+def test_relations(gold: str, pred: str, expected: bool) -> None:
+    assert verify(gold, completion(pred)) is expected

@@ -55,6 +55,11 @@ pub(crate) enum Node {
     /// `a ± b` (a unary `±b` has `a = 0`); `true` for `∓`.
     PlusMinus(Box<Node>, Box<Node>, bool),
     Percent(Box<Node>),
+    /// `a \bmod b`.
+    Mod(Box<Node>, Box<Node>),
+    /// `\lim_{var \to target} body`: a constant whose value is not computed
+    /// (an equation `\lim ... = 1` answers with its right side).
+    Limit(String, Box<Node>, Box<Node>),
     // Structures.
     List(Vec<Node>),
     Tuple(Vec<Node>),
@@ -101,6 +106,7 @@ impl Node {
             | Node::Pow(a, b)
             | Node::Root(a, b)
             | Node::Binom(a, b)
+            | Node::Mod(a, b)
             | Node::Log(a, b)
             | Node::PlusMinus(a, b, _)
             | Node::Interval(a, b, _, _) => {

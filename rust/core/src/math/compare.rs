@@ -178,6 +178,18 @@ fn as_interval(items: &[Node], ops: &[RelOp]) -> Option<Node> {
     }
 }
 
+/// `f(x)`, `g(t)` (a function of variables) as `y`; anything else as is.
+fn function_as_y(n: &Node) -> Node {
+    match n {
+        Node::Apply(_, args)
+            if !args.is_empty() && args.iter().all(|a| matches!(a, Node::Sym(_))) =>
+        {
+            Node::Sym("y".into())
+        }
+        other => other.clone(),
+    }
+}
+
 fn set_like(n: &Node) -> bool {
     matches!(n, Node::Interval(..) | Node::Union(_) | Node::Set(_))
         || matches!(n, Node::Tuple(v) if v.len() == 2)
@@ -284,8 +296,13 @@ impl Cmp<'_> {
                     None => Ok(false),
                 };
             }
-            if let (Some((_, gv)), Some((_, pv))) = (&gassign, assignment(pitems, pops)) {
+            if let (Some((gl, gv)), Some((pl, pv))) = (&gassign, assignment(pitems, pops)) {
                 if is_constant(gv) && is_constant(&pv) {
+                    // When both name what they assign, the names must agree:
+                    // `\sin x = \frac{42}{59}` is not `\cos x = \frac{42}{59}`.
+                    if label_like(gl) && label_like(&pl) && !self.same_name(gl, &pl)? {
+                        return Ok(false);
+                    }
                     return self.equiv(gv, &pv);
                 }
             }
@@ -302,11 +319,24 @@ impl Cmp<'_> {
         Ok(false)
     }
 
+    /// Whether two names on the left of relations name the same thing. A
+    /// function's name (`f(x)`) names the same thing as `y`.
+    fn same_name(&self, a: &Node, b: &Node) -> R<bool> {
+        let (a, b) = (function_as_y(a), function_as_y(b));
+        Ok(a == b || self.equiv(&a, &b)?)
+    }
+
     /// Two relations are the same when each side's `lhs - rhs` is a constant
     /// multiple of the other's (positive for inequalities).
     fn relations(&self, gi: &[Node], go: &[RelOp], pi: &[Node], po: &[RelOp]) -> R<bool> {
-        let (gi, go) = normalize_chain(gi, go);
-        let (pi, po) = normalize_chain(pi, po);
+        let (mut gi, go) = normalize_chain(gi, go);
+        let (mut pi, po) = normalize_chain(pi, po);
+        // `f(x) = 2x + 3` is `y = 2x + 3`.
+        for items in [&mut gi, &mut pi] {
+            if items.len() == 2 {
+                items[0] = function_as_y(&items[0]);
+            }
+        }
         let all_eq = |o: &[RelOp]| o.iter().all(|x| *x == RelOp::Eq);
         if all_eq(&go) && all_eq(&po) {
             let dg = diff(&gi[0], &gi[gi.len() - 1]);

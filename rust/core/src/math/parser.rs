@@ -162,8 +162,10 @@ impl<'a> Parser<'a> {
                         | "exp"
                         | "lg"
                 );
-                !(matches!(*c, "cup" | "cap" | "choose" | "rfloor" | "rceil")
-                    || func && self.fn_arg)
+                !(matches!(
+                    *c,
+                    "cup" | "cap" | "choose" | "rfloor" | "rceil" | "bmod" | "to"
+                ) || func && self.fn_arg)
             }
             _ => false,
         }
@@ -178,7 +180,8 @@ impl<'a> Parser<'a> {
             T::Cmd("cup") | T::Cmd("cap") => 5,
             T::P(':') => 6,
             T::P('+') | T::P('-') | T::PlusMinus | T::MinusPlus => 7,
-            T::P('*') | T::P('/') => 9,
+            T::P('*') | T::P('/') | T::Cmd("bmod") => 9,
+            T::Cmd("to") => 0,
             T::Percent => 10,
             T::Text(_) => 11,
             T::P('^') => 13,
@@ -342,6 +345,11 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let right = self.expr(9)?;
                 Ok(Node::Div(Box::new(left), Box::new(right)))
+            }
+            T::Cmd("bmod") => {
+                self.bump();
+                let right = self.expr(9)?;
+                Ok(Node::Mod(Box::new(left), Box::new(right)))
             }
             T::Percent => {
                 self.bump();
@@ -627,6 +635,7 @@ impl<'a> Parser<'a> {
             "infty" => Ok(Node::Inf),
             "emptyset" => Ok(Node::Set(vec![])),
             "sum" | "prod" => self.big_op(c == "sum"),
+            "lim" => self.limit(),
             "lfloor" | "lceil" => {
                 let saved = self.abs_depth;
                 self.abs_depth = 0;
@@ -716,6 +725,25 @@ impl<'a> Parser<'a> {
             self.fn_arg = saved;
             a
         }
+    }
+
+    /// `\lim_{x \to a} body`.
+    fn limit(&mut self) -> R<Node> {
+        self.expect(&T::P('_'))?;
+        self.expect(&T::P('{'))?;
+        let Some(T::Letter(var)) = self.bump() else {
+            return unparseable("a limit without its variable");
+        };
+        self.expect(&T::Cmd("to"))?;
+        let saved = (self.fn_arg, self.abs_depth);
+        self.fn_arg = false;
+        self.abs_depth = 0;
+        let to = self.expr(0);
+        (self.fn_arg, self.abs_depth) = saved;
+        let to = to?;
+        self.expect(&T::P('}'))?;
+        let body = self.expr(8)?;
+        Ok(Node::Limit(var.clone(), Box::new(to), Box::new(body)))
     }
 
     fn big_op(&mut self, sum: bool) -> R<Node> {

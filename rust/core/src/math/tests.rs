@@ -398,3 +398,30 @@ fn units_are_decoration_on_either_side() {
     assert!(eq("\\mathrm{e}^{2}", "e^2"));
     assert!(eq("e^{\\mathrm{i}\\pi}", "-1"));
 }
+
+#[test]
+fn relations_left_sides_and_chains() {
+    // VERIFY_SEMANTICS.md, "Relations".
+    assert!(!eq("\\sin(x)=\\frac{42}{59}", "\\cos(x)=\\frac{42}{59}"));
+    assert!(!eq("\\tan\\theta = \\frac34", "\\cot\\theta = \\frac34"));
+    assert!(eq("\\tan\\theta = \\frac34", "\\tan\\theta = 0.75"));
+    assert!(eq("\\sin(x)=\\frac{42}{59}", "\\sin x = \\frac{42}{59}"));
+    assert!(!eq("x = 5", "y = 5"));
+    assert!(eq("x = 5", "x = 5"));
+    assert!(eq("f(x) = 2x+3", "y = 2x+3"));
+    assert!(eq("y = 2x+3", "f(x) = 3+2x"));
+    assert!(!eq("f(x) = 2x+3", "y = 2x-3"));
+    assert!(eq("y = 2x + 3", "y = 3 + 2x"));
+    assert!(eq("2x+3=y", "y=2x+3"));
+    // Against a gold value, an equation chain ending in a constant answers it.
+    assert!(eq("1", "\\lim_{x\\to 0}\\frac{\\sin x}{x} = 1"));
+    assert!(eq("1", "\\lim_{x \\to \\infty} \\frac{x+1}{x} = 1"));
+    assert!(!eq("2", "\\lim_{x\\to 0}\\frac{\\sin x}{x} = 1"));
+    assert!(eq("2", "17 \\bmod 5 = 2"));
+    assert!(eq("2", "17 \\bmod 5"));
+    assert!(!eq("3", "17 \\bmod 5"));
+    assert!(eq("4", "\\sqrt{16}=4"));
+    assert!(eq("8", "3^2 = 8"));
+    assert!(!eq("9", "3^2 = 8"));
+    assert!(eq("x = 4", "\\sqrt{16} = 4"));
+}
