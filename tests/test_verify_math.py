@@ -92,8 +92,26 @@ def test_scalar_values_match_iff_equal(gold: str, pred: str, a: str, b: str) -> 
         expected = False
     else:
         close = abs(complex(sp.N(ga - pb, 30))) <= 1e-6 * abs(complex(sp.N(ga, 30)))
-        expected = writes_decimal and inexpressible and close
+        stated = _rounds_or_truncates(pred, ga)
+        expected = writes_decimal and inexpressible and (close or stated)
     assert verify(gold, completion(pred)) is expected
+
+
+def _rounds_or_truncates(decimal: str, exact: sp.Expr) -> bool:
+    """VERIFY_SEMANTICS.md: a plain decimal matches a value it cannot write
+    when it is that value rounded or truncated at its last digit and has at
+    least 4 significant digits."""
+    if not all(c.isdigit() or c in ".-" for c in decimal) or "." not in decimal:
+        return False
+    places = len(decimal.split(".")[1])
+    d = Fraction(decimal)
+    if len(str(abs(d.numerator * 10**places // d.denominator))) < 4:
+        return False
+    x = sp.N(exact, 60)
+    unit = sp.Rational(1, 10**places)
+    diff = abs(x - sp.Rational(d.numerator, d.denominator))
+    truncated = sp.floor(abs(x) / unit) * unit == abs(sp.Rational(d.numerator, d.denominator))
+    return bool(diff <= unit / 2) or bool(truncated and (x < 0) == (d < 0))
 
 
 def _terminates(r: sp.Rational) -> bool:
@@ -246,7 +264,6 @@ PEER_PAIRS = [
     (r"\{2, 3\}", "2, 3"),
     (r"\text{B}", "B"),
     ("12", "12.00001"),
-    (r"\pi/2", "1.5708"),
     (r"\frac{\pi}{4}", r"45^\circ"),
     (r"\dbinom{6}{3}", "20"),
     (r"\ln 2", "0.693147"),
@@ -254,7 +271,6 @@ PEER_PAIRS = [
     ("x=2 \\text{ or } x=3", "2, 3"),
     (r"\{-1, 1\}", r"\pm 1"),
     (r"\frac{1}{3}", "0.333333"),
-    (r"\frac{2}{3}", "0.6667"),
     (r"x \in (0, 1]", "(0,1]"),
     (r"\cos 2x", r"\cos^2 x - \sin^2 x"),
     (r"x^{\frac{1}{2}}", r"\sqrt{x}"),
@@ -282,6 +298,24 @@ def test_agrees_with_math_verify(gold: str, pred: str) -> None:
     text = f"The answer is $\\boxed{{{pred}}}$."
     theirs = math_verify.verify(math_verify.parse(f"${gold}$"), math_verify.parse(text))
     assert verify(gold, text) is theirs
+
+
+# Where VERIFY_SEMANTICS.md decides otherwise than math-verify (it rounds to 6
+# places): a decimal of at least 4 significant digits that is the value rounded
+# or truncated at its own last digit matches.
+PEER_DIFFERENCES = [
+    (r"\pi/2", "1.5708"),
+    (r"\frac{2}{3}", "0.6667"),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred"), PEER_DIFFERENCES)
+def test_differs_from_math_verify_where_the_semantics_say(gold: str, pred: str) -> None:
+    math_verify = pytest.importorskip("math_verify")
+    text = f"The answer is $\\boxed{{{pred}}}$."
+    theirs = math_verify.verify(math_verify.parse(f"${gold}$"), math_verify.parse(text))
+    assert verify(gold, text) is True
+    assert theirs is False
 
 
 # Whole completions as models write them, with earlier values that are not
@@ -503,3 +537,29 @@ RELATIONS = [
 @pytest.mark.parametrize(("gold", "pred", "expected"), RELATIONS)
 def test_relations(gold: str, pred: str, expected: bool) -> None:
     assert verify(gold, completion(pred)) is expected
+
+
+# VERIFY_SEMANTICS.md: "A decimal answers to the precision it states" (each
+# example of that paragraph; the reference values are the exact ones).
+DECIMALS = [
+    (r"\sqrt3", "1.732", True),
+    (r"\sqrt3", "1.7321", True),
+    (r"16.\overline{6}", "16.67", True),
+    (r"100\pi", "314.16", True),
+    ("0.142857142", "0.1428571", True),
+    (r"\sqrt3", "1.73", False),
+    (r"\frac13", "0.33", False),
+    (r"\frac73", "2.3", False),
+    (r"100\pi", "314.17", False),
+    ("2.5", "2.4999", False),
+    (r"40\pi", "125.663", True),
+    (r"\frac{2}{3}", "0.6667", True),
+    (r"\frac{2}{3}", "0.6668", False),
+    (r"\frac13, \sqrt3, \pi", "1/3, 1.732, 3.1416", True),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "expected"), DECIMALS)
+def test_decimals_answer_to_the_precision_they_state(gold: str, pred: str, expected: bool) -> None:
+    # rel_tol=0: only the stated precision admits an approximate decimal.
+    assert verify(gold, completion(pred), rel_tol=0.0) is expected

@@ -16,7 +16,7 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 
-use super::ast::{Func, Node, RelOp};
+use super::ast::{Func, Node, RelOp, FLOAT};
 use super::display::render;
 use super::eval::{Cq, Evaluator, C64, V};
 use super::parser::normalize_text;
@@ -500,8 +500,9 @@ impl Cmp<'_> {
                 return Ok(false);
             }
             Ok(x.1.iter().zip(&y.1).all(|(p, q)| {
-                self.samples_equal(&p.1, p.2, &q.1, q.2, no_syms)
-                    && !self.precisely_differ(p.0, q.0, no_syms)
+                (no_syms && precision_match(p.0, &p.1[0], q.0, &q.1[0]) == Some(true))
+                    || (self.samples_equal(&p.1, p.2, &q.1, q.2, no_syms)
+                        && !self.precisely_differ(p.0, q.0, no_syms))
             }))
         };
         let dedup = |v: &[Sampled<'_>]| -> R<Vec<usize>> {
@@ -630,6 +631,9 @@ impl Cmp<'_> {
         if syms.is_empty() && !both_exact && (overflowed(&vg[0]) || overflowed(&vp[0])) {
             return self.beyond_f64(g, p, &vg[0], &vp[0]);
         }
+        if syms.is_empty() && precision_match(g, &vg[0], p, &vp[0]) == Some(true) {
+            return Ok(true);
+        }
         if !self.samples_equal(&vg, dg, &vp, dp, syms.is_empty()) {
             // The same expression is the same answer, even where its value
             // leaves the range of `f64` at a sample point.
@@ -741,6 +745,110 @@ impl Cmp<'_> {
     }
 }
 
+/// A lone decimal literal (possibly negated, a percentage, or times a power
+/// of ten) as its value and the power of ten of its last written digit.
+fn stated(n: &Node) -> Option<(BigRational, i32)> {
+    match n {
+        Node::Num(v, Some(e)) if *e != FLOAT => Some(((**v).clone(), *e)),
+        Node::Neg(a) => stated(a).map(|(v, e)| (-v, e)),
+        Node::Percent(a) => {
+            let (v, e) = stated(a)?;
+            Some((v / BigRational::from_integer(BigInt::from(100)), e - 2))
+        }
+        Node::Mul(v) if v.len() == 2 => {
+            let (d, e) = stated(&v[0])?;
+            let Node::Pow(b, k) = &v[1] else { return None };
+            let (Node::Num(b, None), Some(k)) = (&**b, integer_literal(k)) else {
+                return None;
+            };
+            if **b != BigRational::from_integer(BigInt::from(10)) || k.abs() > 400 {
+                return None;
+            }
+            let p = pow10(k.unsigned_abs());
+            let shifted = if k < 0 { d / p } else { d * p };
+            Some((shifted, e + k))
+        }
+        _ => None,
+    }
+}
+
+fn integer_literal(n: &Node) -> Option<i32> {
+    use num_traits::ToPrimitive;
+    match n {
+        Node::Num(v, None) if v.is_integer() => v.to_integer().to_i32(),
+        Node::Neg(a) => integer_literal(a).map(|k| -k),
+        _ => None,
+    }
+}
+
+fn pow10(k: u32) -> BigRational {
+    BigRational::from_integer(num_traits::pow(BigInt::from(10), k as usize))
+}
+
+/// 10^e as a rational.
+fn ten_to(e: i32) -> BigRational {
+    let p = pow10(e.unsigned_abs());
+    if e < 0 {
+        p.recip()
+    } else {
+        p
+    }
+}
+
+/// VERIFY_SEMANTICS.md: a decimal answers to the precision it states.
+/// `Some(true)` when the decimal `d` (last digit at 10^e) is `x` rounded or
+/// truncated at its last digit, carries at least 4 significant digits and
+/// `x` is a value it cannot write exactly; `None` otherwise (the ordinary
+/// comparison decides).
+fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
+    if e.unsigned_abs() > 400 {
+        return None;
+    }
+    let unit = ten_to(e);
+    let digits = (d.abs() / &unit).to_integer();
+    if digits.to_string().len() < 4 {
+        return None;
+    }
+    let within = |diff: &BigRational, same_side: bool| {
+        let half = &unit / BigRational::from_integer(BigInt::from(2));
+        *diff <= half || (same_side && *diff < unit)
+    };
+    match x {
+        V::Q(c) if c.im.is_zero() => {
+            let x = &c.re;
+            if (x / &unit).is_integer() {
+                return None; // a value it can write: compared exactly
+            }
+            let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
+            within(&(x - d).abs(), same_side).then_some(true)
+        }
+        V::F(c) if c.im == 0.0 && c.re.is_finite() => {
+            // An irrational value: in 400-bit fixed point when it is built
+            // from roots, powers, `\pi` and `e`, otherwise in `f64`.
+            let x = match precise::fixed(x_node) {
+                Some((fx, bits)) => BigRational::new(fx, BigInt::from(1) << bits),
+                None => BigRational::from_float(c.re)?,
+            };
+            let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
+            within(&(&x - d).abs(), same_side).then_some(true)
+        }
+        _ => None,
+    }
+}
+
+/// The precision rule for a pair of constants (`None` when it does not
+/// apply): a decimal against an exact value, or against a decimal with more
+/// digits (the one with fewer digits must be the prediction).
+fn precision_match(g: &Node, vg: &V, p: &Node, vp: &V) -> Option<bool> {
+    match (stated(g), stated(p)) {
+        (Some((_, eg)), Some((dp, ep))) if ep > eg => rounds_to(&dp, ep, g, vg),
+        (Some(_), Some(_)) => None,
+        (Some((dg, eg)), None) if !p.has_decimal() => rounds_to(&dg, eg, p, vp),
+        (None, Some((dp, ep))) if !g.has_decimal() => rounds_to(&dp, ep, g, vg),
+        _ => None,
+    }
+}
+
 /// An element of a list sampled: whether it is a tuple, and each
 /// component with its values at the sample points and whether it has a
 /// decimal.
@@ -763,18 +871,18 @@ fn diff(a: &Node, b: &Node) -> Node {
 
 fn value_node(v: &V) -> Node {
     match v {
-        V::Q(c) if c.im.is_zero() => Node::num(c.re.clone(), false),
+        V::Q(c) if c.im.is_zero() => Node::num(c.re.clone(), None),
         V::Q(c) => Node::Add(vec![
-            Node::num(c.re.clone(), false),
-            Node::Mul(vec![Node::num(c.im.clone(), false), Node::Sym("i".into())]),
+            Node::num(c.re.clone(), None),
+            Node::Mul(vec![Node::num(c.im.clone(), None), Node::Sym("i".into())]),
         ]),
         V::F(c) => {
             let re = BigRational::from_float(c.re).unwrap_or_default();
             let im = BigRational::from_float(c.im).unwrap_or_default();
             // Marked as decimals: floating-point values are approximations.
             Node::Add(vec![
-                Node::num(re, true),
-                Node::Mul(vec![Node::num(im, true), Node::Sym("i".into())]),
+                Node::num(re, Some(FLOAT)),
+                Node::Mul(vec![Node::num(im, Some(FLOAT)), Node::Sym("i".into())]),
             ])
         }
         V::Inf(_) | V::Undefined => Node::Inf,
@@ -884,7 +992,7 @@ fn hash_node(n: &Node, h: &mut u64) {
                 fnv(h, &v.numer().to_signed_bytes_le());
                 fnv(h, b"/");
                 fnv(h, &v.denom().to_signed_bytes_le());
-                1 + u8::from(*d)
+                1 + u8::from(d.is_some())
             }
             Node::Sym(s) | Node::Text(s) => {
                 fnv(h, s.as_bytes());

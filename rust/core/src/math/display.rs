@@ -107,7 +107,7 @@ fn write_node(s: &mut String, n: &Node, prec: u8) {
     };
     match n {
         Node::Num(v, d) => {
-            let t = number(v, *d);
+            let t = number(v, d.is_some());
             let need = prec >= 2 && (t.contains('/') || t.starts_with('-'));
             wrap(s, need, &|s| s.push_str(&t));
         }

@@ -27,9 +27,10 @@ pub(crate) enum RelOp {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum T {
-    /// A number literal: its value, whether it was written with a decimal
-    /// point or exponent (an approximation), and its digits (for `204_5`).
-    Num(BigRational, bool, String),
+    /// A number literal: its value, for a decimal (written with a decimal
+    /// point or exponent, an approximation) the power of ten of its last
+    /// digit, and its digits (for `204_5`).
+    Num(BigRational, Option<i32>, String),
     /// A one-letter (or Greek, or unknown-command) symbol.
     Letter(String),
     /// Words: `\text{...}` contents and plain runs of letters.
@@ -337,11 +338,11 @@ impl<'a> Lexer<'a> {
             '⌉' => T::Cmd("rceil"),
             '²' => {
                 self.push(T::P('^'))?;
-                T::Num(BigRational::from_integer(2.into()), false, "2".into())
+                T::Num(BigRational::from_integer(2.into()), None, "2".into())
             }
             '³' => {
                 self.push(T::P('^'))?;
-                T::Num(BigRational::from_integer(3.into()), false, "3".into())
+                T::Num(BigRational::from_integer(3.into()), None, "3".into())
             }
             c if c.is_alphabetic() => T::Letter(c.to_string()),
             '°' => T::Degree,
@@ -846,13 +847,15 @@ impl<'a> Lexer<'a> {
             }
         }
         let mut frac = String::new();
-        let mut decimal = false;
+        // The power of ten of the last digit written, for a decimal.
+        let mut decimal: Option<i32> = None;
+        let mut repeating = false;
         if self.peek() == b'.'
             && (self.at(self.pos + 1).is_ascii_digit() || self.starts(".\\overline"))
         {
             self.pos += 1;
             frac = self.digits(end)?;
-            decimal = true;
+            decimal = Some(-(frac.len() as i32));
         } else if first_token && self.peek() == b',' && !int.is_empty() {
             // A lone decimal comma: `1,22`, `1000,99`, `0,111` (not `-2,1`
             // or `1,000`, and only when it is the whole answer).
@@ -867,7 +870,7 @@ impl<'a> Lexer<'a> {
             if rest_clean && n >= 2 && (n != 3 || int == "0" || int.len() > 3) {
                 self.pos = j;
                 frac = self.digits(end)?;
-                decimal = true;
+                decimal = Some(-(frac.len() as i32));
             }
         }
         let mut repeat = String::new();
@@ -877,7 +880,9 @@ impl<'a> Lexer<'a> {
             let g = self.group_text(end)?;
             if !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()) && g.len() <= 50 {
                 repeat = g;
-                decimal = true;
+                // A repeating decimal is exact.
+                decimal = None;
+                repeating = true;
             } else {
                 self.pos = save;
             }
@@ -914,7 +919,10 @@ impl<'a> Lexer<'a> {
                 }
                 let p = BigRational::from_integer(num_traits::pow(ten, e));
                 value = if neg { value / p } else { value * p };
-                decimal = true;
+                if !repeating {
+                    let shift = if neg { -(e as i32) } else { e as i32 };
+                    decimal = Some(decimal.unwrap_or(0) + shift);
+                }
                 self.pos = j;
             }
         }

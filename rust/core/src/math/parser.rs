@@ -70,7 +70,7 @@ fn is_and_or(t: &T) -> bool {
 
 fn small_int(n: &Node) -> Option<BigInt> {
     match n {
-        Node::Num(v, false) if v.is_integer() => Some(v.to_integer()),
+        Node::Num(v, None) if v.is_integer() => Some(v.to_integer()),
         _ => None,
     }
 }
@@ -304,8 +304,8 @@ impl<'a> Parser<'a> {
             T::P(':') => {
                 self.bump();
                 // `12:00` is a time of day, not a ratio.
-                if let (Node::Num(_, false), Some(tok)) = (&left, self.peek_at(0)) {
-                    if let T::Num(_, false, d) = &tok.t {
+                if let (Node::Num(_, None), Some(tok)) = (&left, self.peek_at(0)) {
+                    if let T::Num(_, None, d) = &tok.t {
                         if d.len() == 2 && d.starts_with('0') && !tok.space {
                             let l = crate::math::display::render(&left);
                             let d = d.clone();
@@ -385,7 +385,7 @@ impl<'a> Parser<'a> {
                 }
                 let per_degree = Node::Div(
                     Box::new(Node::Pi),
-                    Box::new(Node::num(BigRational::from_integer(180.into()), false)),
+                    Box::new(Node::num(BigRational::from_integer(180.into()), None)),
                 );
                 Ok(mul(left, per_degree))
             }
@@ -473,7 +473,7 @@ impl<'a> Parser<'a> {
             T::PlusMinus | T::MinusPlus => {
                 let inner = self.expr(9)?;
                 Ok(Node::PlusMinus(
-                    Box::new(Node::num(BigRational::zero(), false)),
+                    Box::new(Node::num(BigRational::zero(), None)),
                     Box::new(inner),
                     matches!(t, T::MinusPlus),
                 ))
@@ -484,14 +484,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn number(&mut self, v: &BigRational, dec: bool, digits: &str) -> R<Node> {
+    fn number(&mut self, v: &BigRational, dec: Option<i32>, digits: &str) -> R<Node> {
         let node = Node::num(v.clone(), dec);
         // `204_5`: a numeral in base 5.
-        if self.peek() == Some(&T::P('_')) && !dec {
+        if self.peek() == Some(&T::P('_')) && dec.is_none() {
             let save = self.pos;
             self.bump();
             let braced = self.eat(&T::P('{'));
-            if let Some(T::Num(b, false, _)) = self.peek() {
+            if let Some(T::Num(b, None, _)) = self.peek() {
                 let base = b.to_integer().to_u32().unwrap_or(0);
                 self.bump();
                 if (!braced || self.eat(&T::P('}'))) && (2..=36).contains(&base) {
@@ -503,7 +503,7 @@ impl<'a> Parser<'a> {
                         }
                         acc = acc * base + d;
                     }
-                    return Ok(Node::num(BigRational::from_integer(acc), false));
+                    return Ok(Node::num(BigRational::from_integer(acc), None));
                 }
             }
             self.pos = save;
@@ -520,7 +520,7 @@ impl<'a> Parser<'a> {
             if let (Some(n), Some(d)) = (small_int(&num), small_int(&den)) {
                 if !d.is_zero() && n < d && !n.is_negative() {
                     let v = BigRational::from_integer(whole) + BigRational::new(n, d);
-                    return Ok(Node::num(v, false));
+                    return Ok(Node::num(v, None));
                 }
             }
             self.pos = save;
@@ -529,7 +529,7 @@ impl<'a> Parser<'a> {
         // `4 4/9` in plain text (a space, not a newline, between the parts).
         if let (Some(a), Some(slash), Some(b)) = (self.peek_at(0), self.peek_at(1), self.peek_at(2))
         {
-            if let (T::Num(n, false, _), T::P('/'), T::Num(d, false, _)) = (&a.t, &slash.t, &b.t) {
+            if let (T::Num(n, None, _), T::P('/'), T::Num(d, None, _)) = (&a.t, &slash.t, &b.t) {
                 let after_ok = !matches!(
                     self.peek_at(3).map(|t| &t.t),
                     Some(T::P('^')) | Some(T::Letter(_)) | Some(T::P('(')) | Some(T::Cmd(_))
@@ -541,8 +541,8 @@ impl<'a> Parser<'a> {
                         return Ok(add(
                             node,
                             Node::Div(
-                                Box::new(Node::num(BigRational::from_integer(n), false)),
-                                Box::new(Node::num(BigRational::zero(), false)),
+                                Box::new(Node::num(BigRational::from_integer(n), None)),
+                                Box::new(Node::num(BigRational::zero(), None)),
                             ),
                         ));
                     }
@@ -552,7 +552,7 @@ impl<'a> Parser<'a> {
                         ));
                     }
                     let v = BigRational::from_integer(whole) + BigRational::new(n, d);
-                    return Ok(Node::num(v, false));
+                    return Ok(Node::num(v, None));
                 }
             }
         }
@@ -626,7 +626,7 @@ impl<'a> Parser<'a> {
                     self.expect(&T::P(']'))?;
                     i
                 } else {
-                    Node::num(BigRational::from_integer(2.into()), false)
+                    Node::num(BigRational::from_integer(2.into()), None)
                 };
                 let x = self.group()?;
                 Ok(Node::Root(Box::new(index), Box::new(x)))
@@ -664,7 +664,7 @@ impl<'a> Parser<'a> {
                 base = Some(self.expr(14)?);
             }
         }
-        let inverse = matches!(&power, Some(Node::Neg(x)) if matches!(&**x, Node::Num(v, false) if v.is_one()));
+        let inverse = matches!(&power, Some(Node::Neg(x)) if matches!(&**x, Node::Num(v, None) if v.is_one()));
         if inverse {
             power = None;
         }
@@ -688,7 +688,7 @@ impl<'a> Parser<'a> {
             ("tanh", _) => Func::Tanh,
             ("exp", _) => Func::Exp,
             ("lg", _) => {
-                base = Some(Node::num(BigRational::from_integer(10.into()), false));
+                base = Some(Node::num(BigRational::from_integer(10.into()), None));
                 Func::Ln
             }
             _ => Func::Ln,

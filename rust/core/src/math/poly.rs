@@ -265,9 +265,9 @@ impl<'a> Ctx<'a> {
             }
             Node::Pow(b, e) => {
                 let k = match &**e {
-                    Node::Num(v, false) if v.is_integer() => v.to_integer(),
+                    Node::Num(v, None) if v.is_integer() => v.to_integer(),
                     Node::Neg(x) => match &**x {
-                        Node::Num(v, false) if v.is_integer() => -v.to_integer(),
+                        Node::Num(v, None) if v.is_integer() => -v.to_integer(),
                         _ => return None,
                     },
                     _ => return None,

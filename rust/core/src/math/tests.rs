@@ -425,3 +425,74 @@ fn relations_left_sides_and_chains() {
     assert!(!eq("9", "3^2 = 8"));
     assert!(eq("x = 4", "\\sqrt{16} = 4"));
 }
+
+#[test]
+fn decimals_answer_to_the_precision_they_state() {
+    // VERIFY_SEMANTICS.md: rounded or truncated at its own last digit, with at
+    // least 4 significant digits, against a value it cannot write exactly.
+    let strict = |a: &str, b: &str| {
+        let p = ParseOptions::default();
+        let o = CompareOptions {
+            rel_tol: 0.0,
+            ..CompareOptions::default()
+        };
+        equivalent(&parse(a, &p).unwrap(), &parse(b, &p).unwrap(), &o)
+    };
+    for (exact, dec) in [
+        ("\\sqrt3", "1.732"),
+        ("\\sqrt3", "1.7321"),
+        ("16.\\overline{6}", "16.67"),
+        ("100\\pi", "314.16"),
+        ("100\\pi", "314.15"),
+        ("40\\pi", "125.663"),
+        ("40\\pi", "125.664"),
+        ("\\pi", "3.1416"),
+        ("\\pi", "3.14159"),
+        ("\\frac{2}{3}", "0.6667"),
+        ("\\frac{2}{3}", "0.6666"),
+        ("-\\frac{2}{3}", "-0.6667"),
+        ("\\frac13", "33.33\\%"),
+        ("\\frac{1}{1024}", "0.0009766"),
+        ("\\sqrt{2}\\cdot 10^{5}", "1.414 \\times 10^{5}"),
+    ] {
+        assert!(strict(exact, dec), "{exact} {dec}");
+        assert!(strict(dec, exact), "{dec} {exact}");
+    }
+    for (exact, dec) in [
+        ("\\sqrt3", "1.73"),
+        ("\\frac13", "0.33"),
+        ("\\frac73", "2.3"),
+        ("\\frac73", "2.33"),
+        ("100\\pi", "314.17"),
+        ("100\\pi", "314.14"),
+        ("\\frac{2}{3}", "0.6668"),
+        ("-\\frac{2}{3}", "0.6667"),
+        ("2.5", "2.4999"),
+        ("2.5", "2.5001"),
+        ("\\frac52", "2.4999"),
+        ("3", "2.9999"),
+        ("\\sqrt3", "1.7322"),
+    ] {
+        assert!(!strict(exact, dec), "{exact} {dec}");
+    }
+    // A decimal answer with fewer digits than a decimal gold is rounded;
+    // a gold decimal with fewer digits than the answer: compared exactly.
+    assert!(strict("0.142857142", "0.1428571"));
+    assert!(strict("0.066666793", "0.0666668"));
+    assert!(!strict("0.1428571", "0.142857142"));
+    assert!(!strict("1.732", "1.7320508"));
+    // A caller's relative tolerance also admits a match.
+    let tol = CompareOptions {
+        rel_tol: 1e-2,
+        ..CompareOptions::default()
+    };
+    let p = ParseOptions::default();
+    assert!(equivalent(
+        &parse("\\sqrt3", &p).unwrap(),
+        &parse("1.73", &p).unwrap(),
+        &tol
+    ));
+    // Lists compare each element at its own precision.
+    assert!(eq("\\frac13, \\sqrt3, \\pi", "1/3, 1.732, 3.1416"));
+    assert!(!eq("\\frac13, \\sqrt3, \\pi", "1/3, 1.73, 3.1416"));
+}
