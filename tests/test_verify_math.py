@@ -563,3 +563,25 @@ DECIMALS = [
 def test_decimals_answer_to_the_precision_they_state(gold: str, pred: str, expected: bool) -> None:
     # rel_tol=0: only the stated precision admits an approximate decimal.
     assert verify(gold, completion(pred), rel_tol=0.0) is expected
+
+
+# VERIFY_SEMANTICS.md: "Inequality chains and intervals are the same set", and
+# "or" between relations is their union (between values it is a hedge).
+INTERVALS = [
+    (r"2 \le x \le 5", "[2, 5]", True),
+    ("[2, 5]", r"2 \le x \le 5", True),
+    (r"2 < x \le 5", "(2, 5]", True),
+    ("(2, 5]", r"2 < x \le 5", True),
+    ("(2, 5]", r"2 \le x \le 5", False),
+    (r"(2, \infty)", "x > 2", True),
+    (r"x < 1 \text{ or } x > 3", r"(-\infty, 1) \cup (3, \infty)", True),
+    (r"(-\infty, 1) \cup (3, \infty)", r"x < 1 \text{ or } x > 3", True),
+    (r"(-\infty, 1] \cup (3, \infty)", r"x < 1 \text{ or } x > 3", False),
+    (r"(1, 3)", r"x > 1 \text{ or } x < 3", False),
+    ("3", r"1 \text{ or } 3", False),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "expected"), INTERVALS)
+def test_inequality_chains_are_intervals(gold: str, pred: str, expected: bool) -> None:
+    assert verify(gold, f"The solution set is $\\boxed{{{pred}}}$.") is expected

@@ -233,7 +233,14 @@ impl Cmp<'_> {
             if let Some((_, value)) = assignment(items, ops) {
                 return self.equiv(g, &value);
             }
-            if set_like(g) && self.opts.allow_set_relation_comp {
+            // An inequality is the set it describes: `2 \le x \le 5` = `[2, 5]`
+            // (a pair `(2, 5)` is read as an interval only when asked, or when
+            // an end is infinite: `(2, \infty)`).
+            let infinite = |n: &Node| {
+                matches!(n, Node::Inf) || matches!(n, Node::Neg(x) if matches!(**x, Node::Inf))
+            };
+            let pair = matches!(g, Node::Tuple(v) if !v.iter().any(infinite));
+            if set_like(g) && (!pair || self.opts.allow_set_relation_comp) {
                 if let Some(iv) = as_interval(items, ops) {
                     return self.equiv(g, &iv);
                 }

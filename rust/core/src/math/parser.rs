@@ -68,6 +68,10 @@ fn is_and_or(t: &T) -> bool {
     }
 }
 
+fn is_or(t: &T) -> bool {
+    matches!(t, T::Text(s) if s.trim().eq_ignore_ascii_case("or"))
+}
+
 fn small_int(n: &Node) -> Option<BigInt> {
     match n {
         Node::Num(v, None) if v.is_integer() => Some(v.to_integer()),
@@ -248,6 +252,8 @@ impl<'a> Parser<'a> {
             T::P(';') | T::P(',') | T::Ellipsis | T::Text(_) if lbp <= 2 => {
                 let sep_bp = lbp;
                 let mut items = vec![left];
+                // Only "or" between the items (`x < 1 \text{ or } x > 3`).
+                let mut only_or = true;
                 while let Some(t) = self.peek() {
                     if self.lbp(t) != sep_bp || self.at_terminator() {
                         break;
@@ -260,6 +266,7 @@ impl<'a> Parser<'a> {
                     if sep_bp == 1 && !matches!(t, T::P(';')) {
                         break;
                     }
+                    only_or &= is_or(t);
                     self.bump();
                     while self.peek().is_some_and(is_and_or) || self.peek() == Some(&T::P(',')) {
                         self.bump();
@@ -272,8 +279,12 @@ impl<'a> Parser<'a> {
                     }
                     items.push(self.expr(sep_bp)?);
                 }
+                let inequality = |n: &Node| matches!(n, Node::Rel(_, ops) if ops.iter().all(|o| matches!(o, RelOp::Lt | RelOp::Le | RelOp::Gt | RelOp::Ge)));
                 Ok(if items.len() == 1 {
                     items.pop().unwrap_or(Node::Ellipsis)
+                } else if only_or && items.iter().all(inequality) {
+                    // Inequalities joined by "or" are the union of their sets.
+                    Node::Union(items)
                 } else {
                     Node::List(items)
                 })

@@ -168,7 +168,7 @@ fn semantics_examples() {
     assert!(eq("\\{1,2\\}", "\\{2,1,1\\}"));
     assert!(eq("2x+3=y", "y=2x+3"));
     assert!(eq("x > 2", "(2, \\infty)"));
-    assert!(!eq("(2,\\infty)", "x > 2"));
+    assert!(eq("(2,\\infty)", "x > 2"));
     assert!(eq("7,425,000", "7425000"));
     assert!(eq("99,100", "99100"));
     assert!(!eq("99,100,1000", "991001000"));
@@ -495,4 +495,42 @@ fn decimals_answer_to_the_precision_they_state() {
     // Lists compare each element at its own precision.
     assert!(eq("\\frac13, \\sqrt3, \\pi", "1/3, 1.732, 3.1416"));
     assert!(!eq("\\frac13, \\sqrt3, \\pi", "1/3, 1.73, 3.1416"));
+}
+
+#[test]
+fn inequality_chains_are_intervals() {
+    // VERIFY_SEMANTICS.md: inequality chains and intervals are the same set.
+    for (a, b) in [
+        ("2 \\le x \\le 5", "[2,5]"),
+        ("2 < x \\le 5", "(2,5]"),
+        ("x > 2", "(2, \\infty)"),
+        ("x \\le 3", "(-\\infty, 3]"),
+        ("x < 1 \\text{ or } x > 3", "(-\\infty,1)\\cup(3,\\infty)"),
+        ("x < 1 or x > 3", "(3,\\infty) \\cup (-\\infty,1)"),
+        (
+            "x \\le -2 \\text{ or } x \\ge 2",
+            "(-\\infty,-2]\\cup[2,\\infty)",
+        ),
+    ] {
+        assert!(eq(a, b), "{a} {b}");
+        assert!(eq(b, a), "{b} {a}");
+    }
+    assert!(eq("x < 1 \\text{ or } x > 3", "x > 3 \\text{ or } x < 1"));
+    assert!(!eq("2 \\le x \\le 5", "(2,5]"));
+    assert!(!eq("[2,5]", "2 < x \\le 5"));
+    assert!(!eq(
+        "x < 1 \\text{ or } x > 3",
+        "(-\\infty,1]\\cup(3,\\infty)"
+    ));
+    assert!(!eq("x < 1 \\text{ or } x > 3", "(1,3)"));
+    // "and" is not a union.
+    assert!(!eq(
+        "x > 1 \\text{ and } x < 3",
+        "(-\\infty,3)\\cup(1,\\infty)"
+    ));
+    // "or" between values is a hedge, not a single value.
+    assert!(!eq("3", "1 \\text{ or } 3"));
+    assert!(!eq("3", "3 \\text{ or } 4"));
+    // A pair is read as an interval only when asked.
+    assert!(!eq("(2, 5)", "2 < x < 5"));
 }
