@@ -5,6 +5,10 @@ use num_rational::BigRational;
 
 pub(crate) use super::lexer::RelOp;
 
+/// The "last digit" of a value computed in floating point: a decimal with no
+/// stated precision.
+pub(crate) const FLOAT: i32 = i32::MIN;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Func {
     Sin,
@@ -28,8 +32,9 @@ pub(crate) enum Func {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Node {
-    /// A literal; `true` when written as a decimal (an approximation).
-    Num(Box<BigRational>, bool),
+    /// A literal; for a decimal (an approximation) the power of ten of its
+    /// last written digit ([`FLOAT`] for a value computed in floating point).
+    Num(Box<BigRational>, Option<i32>),
     /// A variable (or `e`, `i` when not bound).
     Sym(String),
     /// A subscripted name whose subscript is an expression (`F_{n-k-1}`).
@@ -55,6 +60,11 @@ pub(crate) enum Node {
     /// `a ± b` (a unary `±b` has `a = 0`); `true` for `∓`.
     PlusMinus(Box<Node>, Box<Node>, bool),
     Percent(Box<Node>),
+    /// `a \bmod b`.
+    Mod(Box<Node>, Box<Node>),
+    /// `\lim_{var \to target} body`: a constant whose value is not computed
+    /// (an equation `\lim ... = 1` answers with its right side).
+    Limit(String, Box<Node>, Box<Node>),
     // Structures.
     List(Vec<Node>),
     Tuple(Vec<Node>),
@@ -70,7 +80,7 @@ pub(crate) enum Node {
 }
 
 impl Node {
-    pub(crate) fn num(v: BigRational, decimal: bool) -> Node {
+    pub(crate) fn num(v: BigRational, decimal: Option<i32>) -> Node {
         Node::Num(Box::new(v), decimal)
     }
 
@@ -101,6 +111,7 @@ impl Node {
             | Node::Pow(a, b)
             | Node::Root(a, b)
             | Node::Binom(a, b)
+            | Node::Mod(a, b)
             | Node::Log(a, b)
             | Node::PlusMinus(a, b, _)
             | Node::Interval(a, b, _, _) => {
@@ -129,7 +140,7 @@ impl Node {
     pub(crate) fn has_decimal(&self) -> bool {
         let mut found = false;
         self.walk(&mut |n| {
-            if let Node::Num(_, true) = n {
+            if let Node::Num(_, Some(_)) = n {
                 found = true;
             }
         });

@@ -1,13 +1,14 @@
 //! Deciding whether two parsed answers are the same answer.
 //!
-//! Scalars are compared by value: both sides are evaluated at the same
-//! points (one point when there are no variables, three otherwise, so that
-//! `x^2+2x+1` and `(x+1)^2` agree as polynomials do, by Schwartz-Zippel).
-//! Rational values compare exactly; a decimal against a value with no
-//! terminating expansion, or anything irrational, compares within a relative
-//! tolerance (the caller's `rel_tol` when a decimal is involved, 1e-9
-//! otherwise). Structures compare element by element, sets and bare lists
-//! without regard to order.
+//! Scalars are compared by value. Polynomials and rational functions of the
+//! variables compare exactly by canonical form ([`super::poly`]); other
+//! expressions in variables are evaluated at five points drawn from a
+//! generator seeded by a hash of both answers, so no expression can be built
+//! to vanish at them. Rational values compare exactly; a decimal against a
+//! value with no terminating expansion, or anything irrational, compares
+//! within a relative tolerance (the caller's `rel_tol` when a decimal is
+//! involved, 1e-9 otherwise). Structures compare element by element, sets
+//! and bare lists without regard to order.
 
 use std::collections::BTreeSet;
 
@@ -15,10 +16,11 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{Signed, Zero};
 
-use super::ast::{Func, Node, RelOp};
+use super::ast::{Func, Node, RelOp, FLOAT};
 use super::display::render;
 use super::eval::{Cq, Evaluator, C64, V};
 use super::parser::normalize_text;
+use super::poly::{self, Rat};
 use super::precise;
 use super::{CompareOptions, Limits, Rejection};
 
@@ -28,14 +30,16 @@ type R<T> = Result<T, Rejection>;
 /// point (`2\sqrt2` against `\sqrt8`).
 const TIGHT: f64 = 1e-9;
 
-/// Values given to the variables at each test point: small distinct primes,
-/// so that sums with a variable bound stay short and powers stay exact.
-const POINT_VALUES: [i64; 16] = [
-    7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67,
-];
+/// Points at which expressions in variables are sampled when no exact
+/// canonical form decides (see [`bind`]).
+const SAMPLE_POINTS: usize = 5;
 
 pub(crate) struct Cmp<'a> {
     pub opts: &'a CompareOptions,
+    /// The two answers being compared: the sample points are drawn from a
+    /// hash of both, so no expression can be built to vanish at them.
+    pub roots: (&'a Node, &'a Node),
+    pub seed: std::cell::Cell<Option<u64>>,
     pub calls: std::cell::Cell<u64>,
     pub cheap: std::cell::Cell<u64>,
     /// Units of exact arithmetic spent so far (see [`super::Limits::max_work`]).
@@ -174,6 +178,18 @@ fn as_interval(items: &[Node], ops: &[RelOp]) -> Option<Node> {
     }
 }
 
+/// `f(x)`, `g(t)` (a function of variables) as `y`; anything else as is.
+fn function_as_y(n: &Node) -> Node {
+    match n {
+        Node::Apply(_, args)
+            if !args.is_empty() && args.iter().all(|a| matches!(a, Node::Sym(_))) =>
+        {
+            Node::Sym("y".into())
+        }
+        other => other.clone(),
+    }
+}
+
 fn set_like(n: &Node) -> bool {
     matches!(n, Node::Interval(..) | Node::Union(_) | Node::Set(_))
         || matches!(n, Node::Tuple(v) if v.len() == 2)
@@ -217,7 +233,14 @@ impl Cmp<'_> {
             if let Some((_, value)) = assignment(items, ops) {
                 return self.equiv(g, &value);
             }
-            if set_like(g) && self.opts.allow_set_relation_comp {
+            // An inequality is the set it describes: `2 \le x \le 5` = `[2, 5]`
+            // (a pair `(2, 5)` is read as an interval only when asked, or when
+            // an end is infinite: `(2, \infty)`).
+            let infinite = |n: &Node| {
+                matches!(n, Node::Inf) || matches!(n, Node::Neg(x) if matches!(**x, Node::Inf))
+            };
+            let pair = matches!(g, Node::Tuple(v) if !v.iter().any(infinite));
+            if set_like(g) && (!pair || self.opts.allow_set_relation_comp) {
                 if let Some(iv) = as_interval(items, ops) {
                     return self.equiv(g, &iv);
                 }
@@ -280,8 +303,13 @@ impl Cmp<'_> {
                     None => Ok(false),
                 };
             }
-            if let (Some((_, gv)), Some((_, pv))) = (&gassign, assignment(pitems, pops)) {
+            if let (Some((gl, gv)), Some((pl, pv))) = (&gassign, assignment(pitems, pops)) {
                 if is_constant(gv) && is_constant(&pv) {
+                    // When both name what they assign, the names must agree:
+                    // `\sin x = \frac{42}{59}` is not `\cos x = \frac{42}{59}`.
+                    if label_like(gl) && label_like(&pl) && !self.same_name(gl, &pl)? {
+                        return Ok(false);
+                    }
                     return self.equiv(gv, &pv);
                 }
             }
@@ -298,11 +326,24 @@ impl Cmp<'_> {
         Ok(false)
     }
 
+    /// Whether two names on the left of relations name the same thing. A
+    /// function's name (`f(x)`) names the same thing as `y`.
+    fn same_name(&self, a: &Node, b: &Node) -> R<bool> {
+        let (a, b) = (function_as_y(a), function_as_y(b));
+        Ok(a == b || self.equiv(&a, &b)?)
+    }
+
     /// Two relations are the same when each side's `lhs - rhs` is a constant
     /// multiple of the other's (positive for inequalities).
     fn relations(&self, gi: &[Node], go: &[RelOp], pi: &[Node], po: &[RelOp]) -> R<bool> {
-        let (gi, go) = normalize_chain(gi, go);
-        let (pi, po) = normalize_chain(pi, po);
+        let (mut gi, go) = normalize_chain(gi, go);
+        let (mut pi, po) = normalize_chain(pi, po);
+        // `f(x) = 2x + 3` is `y = 2x + 3`.
+        for items in [&mut gi, &mut pi] {
+            if items.len() == 2 {
+                items[0] = function_as_y(&items[0]);
+            }
+        }
         let all_eq = |o: &[RelOp]| o.iter().all(|x| *x == RelOp::Eq);
         if all_eq(&go) && all_eq(&po) {
             let dg = diff(&gi[0], &gi[gi.len() - 1]);
@@ -328,9 +369,20 @@ impl Cmp<'_> {
         let ints = integer_symbols(&[a, b]);
         let mut ratio: Option<V> = None;
         let approx = a.has_decimal() || b.has_decimal();
+        if !syms.is_empty() {
+            if let Some((ra, rb, mut ctx)) = self.rats(a, b, &syms) {
+                let r = ctx.proportional(&ra, &rb, positive);
+                self.work.set(ctx.work);
+                match r {
+                    Some(true) => return Ok(true),
+                    Some(false) if !approx => return Ok(false),
+                    _ => {}
+                }
+            }
+        }
         for point in 0..points_for(&syms) {
             let mut ev = self.evaluator();
-            bind(&mut ev, &syms, &ints, point);
+            self.bind(&mut ev, &syms, &ints, point);
             let va = ev.eval(a);
             let vb = ev.eval(b);
             self.work.set(ev.work);
@@ -455,8 +507,9 @@ impl Cmp<'_> {
                 return Ok(false);
             }
             Ok(x.1.iter().zip(&y.1).all(|(p, q)| {
-                self.samples_equal(&p.1, p.2, &q.1, q.2, no_syms)
-                    && !self.precisely_differ(p.0, q.0, no_syms)
+                (no_syms && precision_match(p.0, &p.1[0], q.0, &q.1[0]) == Some(true))
+                    || (self.samples_equal(&p.1, p.2, &q.1, q.2, no_syms)
+                        && !self.precisely_differ(p.0, q.0, no_syms))
             }))
         };
         let dedup = |v: &[Sampled<'_>]| -> R<Vec<usize>> {
@@ -547,9 +600,15 @@ impl Cmp<'_> {
     }
 
     fn scalar(&self, g: &Node, p: &Node) -> R<bool> {
-        // A percentage gold accepts its number and its fraction: 10% = 10 = 0.1.
-        if let Node::Percent(x) = g {
-            if !matches!(p, Node::Percent(_)) && self.scalar_values(x, p)? {
+        // A percentage matches its number and its fraction, whichever side
+        // carries the sign: 10% = 10 = 0.1.
+        let number = match (g, p) {
+            (Node::Percent(x), o) if !matches!(o, Node::Percent(_)) => Some((&**x, o)),
+            (o, Node::Percent(x)) if !matches!(o, Node::Percent(_)) => Some((o, &**x)),
+            _ => None,
+        };
+        if let Some((a, b)) = number {
+            if self.scalar_values(a, b)? {
                 return Ok(true);
             }
         }
@@ -563,19 +622,77 @@ impl Cmp<'_> {
         } else {
             integer_symbols(&[g, p])
         };
+        let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        // Polynomials and rational functions compare exactly, by canonical
+        // form; sampling decides only what they cannot.
+        if !syms.is_empty() {
+            match self.poly_equal(g, p, &syms) {
+                Some(true) => return Ok(true),
+                Some(false) if !dg && !dp => return Ok(false),
+                _ => {}
+            }
+        }
         let vg = self.sample(g, &syms, &ints)?;
         let vp = self.sample(p, &syms, &ints)?;
-        let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        let both_exact = matches!((&vg[0], &vp[0]), (V::Q(_), V::Q(_)));
+        if syms.is_empty() && !both_exact && (overflowed(&vg[0]) || overflowed(&vp[0])) {
+            return self.beyond_f64(g, p, &vg[0], &vp[0]);
+        }
+        if syms.is_empty() && precision_match(g, &vg[0], p, &vp[0]) == Some(true) {
+            return Ok(true);
+        }
         if !self.samples_equal(&vg, dg, &vp, dp, syms.is_empty()) {
-            return Ok(false);
+            // The same expression is the same answer, even where its value
+            // leaves the range of `f64` at a sample point.
+            return Ok(g == p && vg.iter().any(|v| *v != V::Undefined));
         }
         // Two exact values equal only to float precision get a second,
         // high-precision look (`\sqrt2 + 10^{-12}` is not `\sqrt2`).
-        let both_exact = matches!((&vg[0], &vp[0]), (V::Q(_), V::Q(_)));
         if syms.is_empty() && !dg && !dp && !both_exact && precise::differ(g, p) == Some(true) {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Two constants of which at least one is too large (or too small) for
+    /// `f64`: compared in high precision, or over budget.
+    fn beyond_f64(&self, g: &Node, p: &Node, vg: &V, vp: &V) -> R<bool> {
+        if matches!(vg, V::Undefined | V::Inf(_)) || matches!(vp, V::Undefined | V::Inf(_)) {
+            return Ok(false);
+        }
+        if let Some(d) = precise::differ(g, p) {
+            return Ok(!d);
+        }
+        if g == p {
+            return Ok(true);
+        }
+        Err(Rejection::OverBudget(
+            "a value beyond the range of floating point".into(),
+        ))
+    }
+
+    /// `g = p` as rational functions of `syms`, within half of what is left
+    /// of the work budget; `None` when either is not one (or too large).
+    fn poly_equal(&self, g: &Node, p: &Node, syms: &[String]) -> Option<bool> {
+        let (rg, rp, mut ctx) = self.rats(g, p, syms)?;
+        let r = ctx.equal(&rg, &rp);
+        self.work.set(ctx.work);
+        r
+    }
+
+    fn rats<'s>(
+        &self,
+        a: &Node,
+        b: &Node,
+        syms: &'s [String],
+    ) -> Option<(Rat, Rat, poly::Ctx<'s>)> {
+        let start = self.work.get();
+        let cap = start + self.opts.limits.max_work.saturating_sub(start) / 2;
+        let mut ctx = poly::Ctx::new(syms, start, cap);
+        let ra = ctx.rat(a);
+        let rb = ra.as_ref().and_then(|_| ctx.rat(b));
+        self.work.set(ctx.work.min(cap));
+        Some((ra?, rb?, ctx))
     }
 
     /// The values of `n` at the sample points for `syms`.
@@ -583,7 +700,7 @@ impl Cmp<'_> {
         let mut out = Vec::with_capacity(3);
         for point in 0..points_for(syms) {
             let mut ev = self.evaluator();
-            bind(&mut ev, syms, ints, point);
+            self.bind(&mut ev, syms, ints, point);
             let v = ev.eval(n);
             self.work.set(ev.work);
             out.push(v?);
@@ -635,6 +752,110 @@ impl Cmp<'_> {
     }
 }
 
+/// A lone decimal literal (possibly negated, a percentage, or times a power
+/// of ten) as its value and the power of ten of its last written digit.
+fn stated(n: &Node) -> Option<(BigRational, i32)> {
+    match n {
+        Node::Num(v, Some(e)) if *e != FLOAT => Some(((**v).clone(), *e)),
+        Node::Neg(a) => stated(a).map(|(v, e)| (-v, e)),
+        Node::Percent(a) => {
+            let (v, e) = stated(a)?;
+            Some((v / BigRational::from_integer(BigInt::from(100)), e - 2))
+        }
+        Node::Mul(v) if v.len() == 2 => {
+            let (d, e) = stated(&v[0])?;
+            let Node::Pow(b, k) = &v[1] else { return None };
+            let (Node::Num(b, None), Some(k)) = (&**b, integer_literal(k)) else {
+                return None;
+            };
+            if **b != BigRational::from_integer(BigInt::from(10)) || k.abs() > 400 {
+                return None;
+            }
+            let p = pow10(k.unsigned_abs());
+            let shifted = if k < 0 { d / p } else { d * p };
+            Some((shifted, e + k))
+        }
+        _ => None,
+    }
+}
+
+fn integer_literal(n: &Node) -> Option<i32> {
+    use num_traits::ToPrimitive;
+    match n {
+        Node::Num(v, None) if v.is_integer() => v.to_integer().to_i32(),
+        Node::Neg(a) => integer_literal(a).map(|k| -k),
+        _ => None,
+    }
+}
+
+fn pow10(k: u32) -> BigRational {
+    BigRational::from_integer(num_traits::pow(BigInt::from(10), k as usize))
+}
+
+/// 10^e as a rational.
+fn ten_to(e: i32) -> BigRational {
+    let p = pow10(e.unsigned_abs());
+    if e < 0 {
+        p.recip()
+    } else {
+        p
+    }
+}
+
+/// VERIFY_SEMANTICS.md: a decimal answers to the precision it states.
+/// `Some(true)` when the decimal `d` (last digit at 10^e) is `x` rounded or
+/// truncated at its last digit, carries at least 4 significant digits and
+/// `x` is a value it cannot write exactly; `None` otherwise (the ordinary
+/// comparison decides).
+fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
+    if e.unsigned_abs() > 400 {
+        return None;
+    }
+    let unit = ten_to(e);
+    let digits = (d.abs() / &unit).to_integer();
+    if digits.to_string().len() < 4 {
+        return None;
+    }
+    let within = |diff: &BigRational, same_side: bool| {
+        let half = &unit / BigRational::from_integer(BigInt::from(2));
+        *diff <= half || (same_side && *diff < unit)
+    };
+    match x {
+        V::Q(c) if c.im.is_zero() => {
+            let x = &c.re;
+            if (x / &unit).is_integer() {
+                return None; // a value it can write: compared exactly
+            }
+            let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
+            within(&(x - d).abs(), same_side).then_some(true)
+        }
+        V::F(c) if c.im == 0.0 && c.re.is_finite() => {
+            // An irrational value: in 400-bit fixed point when it is built
+            // from roots, powers, `\pi` and `e`, otherwise in `f64`.
+            let x = match precise::fixed(x_node) {
+                Some((fx, bits)) => BigRational::new(fx, BigInt::from(1) << bits),
+                None => BigRational::from_float(c.re)?,
+            };
+            let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
+            within(&(&x - d).abs(), same_side).then_some(true)
+        }
+        _ => None,
+    }
+}
+
+/// The precision rule for a pair of constants (`None` when it does not
+/// apply): a decimal against an exact value, or against a decimal with more
+/// digits (the one with fewer digits must be the prediction).
+fn precision_match(g: &Node, vg: &V, p: &Node, vp: &V) -> Option<bool> {
+    match (stated(g), stated(p)) {
+        (Some((_, eg)), Some((dp, ep))) if ep > eg => rounds_to(&dp, ep, g, vg),
+        (Some(_), Some(_)) => None,
+        (Some((dg, eg)), None) if !p.has_decimal() => rounds_to(&dg, eg, p, vp),
+        (None, Some((dp, ep))) if !g.has_decimal() => rounds_to(&dp, ep, g, vg),
+        _ => None,
+    }
+}
+
 /// An element of a list sampled: whether it is a tuple, and each
 /// component with its values at the sample points and whether it has a
 /// decimal.
@@ -657,18 +878,18 @@ fn diff(a: &Node, b: &Node) -> Node {
 
 fn value_node(v: &V) -> Node {
     match v {
-        V::Q(c) if c.im.is_zero() => Node::num(c.re.clone(), false),
+        V::Q(c) if c.im.is_zero() => Node::num(c.re.clone(), None),
         V::Q(c) => Node::Add(vec![
-            Node::num(c.re.clone(), false),
-            Node::Mul(vec![Node::num(c.im.clone(), false), Node::Sym("i".into())]),
+            Node::num(c.re.clone(), None),
+            Node::Mul(vec![Node::num(c.im.clone(), None), Node::Sym("i".into())]),
         ]),
         V::F(c) => {
             let re = BigRational::from_float(c.re).unwrap_or_default();
             let im = BigRational::from_float(c.im).unwrap_or_default();
             // Marked as decimals: floating-point values are approximations.
             Node::Add(vec![
-                Node::num(re, true),
-                Node::Mul(vec![Node::num(im, true), Node::Sym("i".into())]),
+                Node::num(re, Some(FLOAT)),
+                Node::Mul(vec![Node::num(im, Some(FLOAT)), Node::Sym("i".into())]),
             ])
         }
         V::Inf(_) | V::Undefined => Node::Inf,
@@ -687,6 +908,15 @@ fn is_positive(v: &V) -> bool {
     match v {
         V::Q(c) => c.im.is_zero() && c.re.is_positive(),
         V::F(c) => c.im.abs() < 1e-12 && c.re > 0.0,
+        _ => false,
+    }
+}
+
+/// A value `f64` could not hold (it overflowed to infinity or NaN).
+fn overflowed(v: &V) -> bool {
+    match v {
+        V::F(c) => !(c.re.is_finite() && c.im.is_finite()),
+        V::Q(c) => !c.to_c64().re.is_finite() || !c.to_c64().im.is_finite(),
         _ => false,
     }
 }
@@ -727,7 +957,7 @@ fn points_for(syms: &[String]) -> usize {
     if syms.is_empty() {
         1
     } else {
-        3
+        SAMPLE_POINTS
     }
 }
 
@@ -752,29 +982,124 @@ fn integer_symbols(nodes: &[&Node]) -> BTreeSet<String> {
     out
 }
 
-fn bind(ev: &mut Evaluator<'_>, syms: &[String], ints: &BTreeSet<String>, point: usize) {
-    for (j, s) in syms.iter().enumerate() {
-        let v = POINT_VALUES[(j * 5 + point * 3 + j / POINT_VALUES.len()) % POINT_VALUES.len()];
-        // The first point is all integers (sums need integer bounds); the
-        // others are not, so that `\sin(\pi x)` is not mistaken for 0.
-        let offset = match point {
-            _ if ints.contains(s) => BigRational::zero(),
-            0 => BigRational::zero(),
-            1 => BigRational::new(BigInt::from(1), BigInt::from(3)),
-            _ => BigRational::new(BigInt::from(3), BigInt::from(7)),
+/// FNV-1a over bytes, continuing from `h`.
+fn fnv(h: &mut u64, bytes: &[u8]) {
+    for b in bytes {
+        *h ^= u64::from(*b);
+        *h = h.wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+/// A structural hash of a parsed answer, the same on every run and
+/// platform (no `RandomState`).
+fn hash_node(n: &Node, h: &mut u64) {
+    n.walk(&mut |m| {
+        let tag: u8 = match m {
+            Node::Num(v, d) => {
+                fnv(h, &v.numer().to_signed_bytes_le());
+                fnv(h, b"/");
+                fnv(h, &v.denom().to_signed_bytes_le());
+                1 + u8::from(d.is_some())
+            }
+            Node::Sym(s) | Node::Text(s) => {
+                fnv(h, s.as_bytes());
+                3
+            }
+            Node::Indexed(s, _) | Node::Apply(s, _) | Node::BigOp(_, s, ..) => {
+                fnv(h, s.as_bytes());
+                4
+            }
+            Node::Func(f, _) => 16 + *f as u8,
+            Node::Pi => 5,
+            Node::Inf => 6,
+            Node::Add(v) | Node::Mul(v) | Node::List(v) | Node::Tuple(v) | Node::Set(v) => {
+                fnv(h, &(v.len() as u64).to_le_bytes());
+                7
+            }
+            Node::Rel(v, ops) => {
+                for o in ops {
+                    fnv(h, &[*o as u8]);
+                }
+                fnv(h, &(v.len() as u64).to_le_bytes());
+                8
+            }
+            Node::Neg(_) => 9,
+            Node::Div(..) => 10,
+            Node::Pow(..) => 11,
+            Node::Root(..) => 12,
+            _ => 13,
         };
-        let mut v =
-            BigRational::from_integer(BigInt::from(v + (j / POINT_VALUES.len()) as i64)) + offset;
-        // The last point is negative, so that `|x - 3|` is not `x - 3`.
-        if point == 2 && !ints.contains(s) {
-            v = -v;
+        fnv(h, &[tag]);
+    });
+}
+
+/// splitmix64: the next value of a deterministic stream.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Cmp<'_> {
+    fn seed(&self) -> u64 {
+        if let Some(s) = self.seed.get() {
+            return s;
         }
-        ev.env.push((
-            s.clone(),
-            V::Q(Cq {
-                re: v,
-                im: BigRational::zero(),
-            }),
-        ));
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        hash_node(self.roots.0, &mut h);
+        fnv(&mut h, b"\0|\0");
+        hash_node(self.roots.1, &mut h);
+        self.seed.set(Some(h));
+        h
+    }
+
+    /// Give every variable its value at sample point `point`: drawn from a
+    /// generator seeded by both answers. Integer variables (bounds of sums,
+    /// arguments of factorials, subscripts) get integers from 2 to 31; the
+    /// others non-integers with 4-digit denominators, of both signs and
+    /// magnitudes from below 1 to about 100, so that neither `\sin(42\pi x)`
+    /// nor a polynomial with chosen roots vanishes at all of them.
+    fn bind(&self, ev: &mut Evaluator<'_>, syms: &[String], ints: &BTreeSet<String>, point: usize) {
+        let seed = self.seed();
+        for s in syms {
+            let mut st = seed ^ (point as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+            fnv(&mut st, s.as_bytes());
+            let r1 = splitmix(&mut st);
+            let r2 = splitmix(&mut st);
+            let r3 = splitmix(&mut st);
+            let v = if ints.contains(s) {
+                BigRational::from_integer(BigInt::from(2 + r1 % 30))
+            } else {
+                let den = 1001 + r1 % 8999;
+                let num = 1 + r2 % (den - 1);
+                let whole = match point % 5 {
+                    0 => 0,
+                    1 => 1 + r3 % 3,
+                    2 => 4 + r3 % 12,
+                    3 => 16 + r3 % 84,
+                    _ => r3 % 8,
+                };
+                let v = BigRational::new(BigInt::from(whole * den + num), BigInt::from(den));
+                let negative = match point % 5 {
+                    1 | 3 => true,
+                    0 | 2 => false,
+                    _ => (r3 >> 40) & 1 == 1,
+                };
+                if negative {
+                    -v
+                } else {
+                    v
+                }
+            };
+            ev.env.push((
+                s.clone(),
+                V::Q(Cq {
+                    re: v,
+                    im: BigRational::zero(),
+                }),
+            ));
+        }
     }
 }

@@ -107,7 +107,7 @@ fn write_node(s: &mut String, n: &Node, prec: u8) {
     };
     match n {
         Node::Num(v, d) => {
-            let t = number(v, *d);
+            let t = number(v, d.is_some());
             let need = prec >= 2 && (t.contains('/') || t.starts_with('-'));
             wrap(s, need, &|s| s.push_str(&t));
         }
@@ -200,6 +200,14 @@ fn write_node(s: &mut String, n: &Node, prec: u8) {
             s.push_str(if *mp { " -+ " } else { " +- " });
             write_node(s, b, 2);
         }),
+        Node::Mod(a, b) => wrap(s, prec >= 2, &|s| {
+            write_node(s, a, 2);
+            s.push_str(" mod ");
+            write_node(s, b, 2);
+        }),
+        Node::Limit(var, to, body) => {
+            let _ = write!(s, "Limit({}, {var}, {})", render(body), render(to));
+        }
         Node::Percent(x) => {
             write_node(s, x, 3);
             s.push('%');

@@ -249,6 +249,11 @@ impl<'a> Evaluator<'a> {
                 let b = self.eval(b)?;
                 self.div(a, b)?
             }
+            Node::Mod(a, b) => {
+                let a = self.eval(a)?;
+                let b = self.eval(b)?;
+                self.modulo(a, b)?
+            }
             Node::Percent(a) => {
                 let a = self.eval(a)?;
                 self.div(a, q(BigRational::from_integer(100.into())))?
@@ -466,6 +471,26 @@ impl<'a> Evaluator<'a> {
             return Ok(V::Undefined);
         };
         Ok(V::F(x.pow(y)))
+    }
+
+    /// `a mod b` for reals: `a - b floor(a / b)`.
+    fn modulo(&mut self, a: V, b: V) -> R<V> {
+        if let (V::Q(x), V::Q(y)) = (&a, &b) {
+            if x.is_real() && y.is_real() {
+                if y.re.is_zero() {
+                    return Ok(V::Undefined);
+                }
+                self.precharge(x, y)?;
+                let k = (&x.re / &y.re).floor();
+                return self.real(&x.re - &y.re * k);
+            }
+        }
+        match (a.as_c64(), b.as_c64()) {
+            (Some(x), Some(y)) if x.im == 0.0 && y.im == 0.0 && y.re != 0.0 => {
+                Ok(f(x.re - y.re * (x.re / y.re).floor()))
+            }
+            _ => Ok(V::Undefined),
+        }
     }
 
     fn int_pow(&mut self, base: Cq, k: &BigInt) -> R<V> {

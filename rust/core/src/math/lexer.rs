@@ -27,9 +27,10 @@ pub(crate) enum RelOp {
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum T {
-    /// A number literal: its value, whether it was written with a decimal
-    /// point or exponent (an approximation), and its digits (for `204_5`).
-    Num(BigRational, bool, String),
+    /// A number literal: its value, for a decimal (written with a decimal
+    /// point or exponent, an approximation) the power of ten of its last
+    /// digit, and its digits (for `204_5`).
+    Num(BigRational, Option<i32>, String),
     /// A one-letter (or Greek, or unknown-command) symbol.
     Letter(String),
     /// Words: `\text{...}` contents and plain runs of letters.
@@ -337,11 +338,11 @@ impl<'a> Lexer<'a> {
             '⌉' => T::Cmd("rceil"),
             '²' => {
                 self.push(T::P('^'))?;
-                T::Num(BigRational::from_integer(2.into()), false, "2".into())
+                T::Num(BigRational::from_integer(2.into()), None, "2".into())
             }
             '³' => {
                 self.push(T::P('^'))?;
-                T::Num(BigRational::from_integer(3.into()), false, "3".into())
+                T::Num(BigRational::from_integer(3.into()), None, "3".into())
             }
             c if c.is_alphabetic() => T::Letter(c.to_string()),
             '°' => T::Degree,
@@ -360,6 +361,32 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
         }
         let run = &self.src[start..self.pos];
+        // A one-letter name carrying digits (`x1`, `y12`) is the subscripted
+        // name (`x_1`), as written in answers like `(x1, y1)`.
+        if run.len() == 1 && self.peek().is_ascii_digit() {
+            let d0 = self.pos;
+            while self.pos < end && self.pos - d0 < 3 && self.peek().is_ascii_digit() {
+                self.pos += 1;
+            }
+            if !self.peek().is_ascii_digit() && self.peek() != b'.' {
+                let digits = self.src[d0..self.pos].trim_start_matches('0');
+                let digits = if digits.is_empty() { "0" } else { digits };
+                return self.push(T::Letter(format!("{run}_{digits}")));
+            }
+            self.pos = d0;
+        }
+        // A compound unit written bare: `km/h`, `cm/s`.
+        if run.len() >= 2 && UNITS.contains(&run) && self.peek() == b'/' {
+            let mut j = self.pos + 1;
+            while j < end && self.s[j].is_ascii_alphabetic() {
+                j += 1;
+            }
+            if UNITS.contains(&&self.src[self.pos + 1..j]) {
+                let unit = self.src[start..j].to_string();
+                self.pos = j;
+                return self.push(T::Text(unit));
+            }
+        }
         // Split where a lower-case letter meets an upper-case one (`orW`).
         let mut pieces = Vec::new();
         let mut from = 0;
@@ -472,6 +499,9 @@ impl<'a> Lexer<'a> {
                 self.space = true;
                 return Ok(());
             }
+            "mathrm" | "rm" | "mathit" | "operatorname" if self.unit_group(end) => {
+                return self.text(end);
+            }
             "text" | "textbf" | "textit" | "textrm" | "textnormal" | "mbox" | "textsf"
             | "texttt" | "emph" | "mathtt" => return self.text(end),
             "begin" | "end" => {
@@ -521,6 +551,9 @@ impl<'a> Lexer<'a> {
             "emptyset" | "varnothing" => T::Cmd("emptyset"),
             "choose" => T::Cmd("choose"),
             "colon" => T::P(':'),
+            "lim" => T::Cmd("lim"),
+            "to" | "rightarrow" | "longrightarrow" => T::Cmd("to"),
+            "bmod" | "mod" => T::Cmd("bmod"),
             "degree" => T::Degree,
             "and" => T::Text("and".into()),
             "percent" => T::Percent,
@@ -568,6 +601,30 @@ impl<'a> Lexer<'a> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Whether the `{...}` group at the cursor holds a unit (`\mathrm{cm}`,
+    /// `\mathrm{m/s}`, `\mathrm{km/h}`, `\mathrm{meters}`): lower-case words
+    /// that are known units or longer than two letters, joined by `/` or
+    /// spaces. A single letter that is no unit (`\mathrm{e}`) is not one.
+    fn unit_group(&self, end: usize) -> bool {
+        let mut i = self.pos;
+        while i < end && self.s[i] == b' ' {
+            i += 1;
+        }
+        if self.at(i) != b'{' {
+            return false;
+        }
+        let Some(close) = self.src[i..end].find('}').map(|k| i + k) else {
+            return false;
+        };
+        let inner = self.src[i + 1..close].trim();
+        !inner.is_empty()
+            && inner.split(['/', ' ']).filter(|w| !w.is_empty()).all(|w| {
+                w.bytes().all(|b| b.is_ascii_lowercase())
+                    && (UNITS.contains(&w) || w.len() >= 3)
+                    && !matches!(w, "sin" | "cos" | "tan" | "log" | "exp")
+            })
     }
 
     /// The raw contents of the `{...}` group at the cursor (after spaces).
@@ -790,13 +847,15 @@ impl<'a> Lexer<'a> {
             }
         }
         let mut frac = String::new();
-        let mut decimal = false;
+        // The power of ten of the last digit written, for a decimal.
+        let mut decimal: Option<i32> = None;
+        let mut repeating = false;
         if self.peek() == b'.'
             && (self.at(self.pos + 1).is_ascii_digit() || self.starts(".\\overline"))
         {
             self.pos += 1;
             frac = self.digits(end)?;
-            decimal = true;
+            decimal = Some(-(frac.len() as i32));
         } else if first_token && self.peek() == b',' && !int.is_empty() {
             // A lone decimal comma: `1,22`, `1000,99`, `0,111` (not `-2,1`
             // or `1,000`, and only when it is the whole answer).
@@ -811,7 +870,7 @@ impl<'a> Lexer<'a> {
             if rest_clean && n >= 2 && (n != 3 || int == "0" || int.len() > 3) {
                 self.pos = j;
                 frac = self.digits(end)?;
-                decimal = true;
+                decimal = Some(-(frac.len() as i32));
             }
         }
         let mut repeat = String::new();
@@ -821,7 +880,9 @@ impl<'a> Lexer<'a> {
             let g = self.group_text(end)?;
             if !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()) && g.len() <= 50 {
                 repeat = g;
-                decimal = true;
+                // A repeating decimal is exact.
+                decimal = None;
+                repeating = true;
             } else {
                 self.pos = save;
             }
@@ -858,7 +919,10 @@ impl<'a> Lexer<'a> {
                 }
                 let p = BigRational::from_integer(num_traits::pow(ten, e));
                 value = if neg { value / p } else { value * p };
-                decimal = true;
+                if !repeating {
+                    let shift = if neg { -(e as i32) } else { e as i32 };
+                    decimal = Some(decimal.unwrap_or(0) + shift);
+                }
                 self.pos = j;
             }
         }

@@ -18,6 +18,7 @@ pub(crate) mod display;
 mod eval;
 mod lexer;
 mod parser;
+mod poly;
 mod precise;
 
 use std::fmt;
@@ -80,9 +81,10 @@ pub struct CompareOptions {
     /// Relative tolerance for a decimal against a value it can only
     /// approximate (`1.4142` against `\sqrt2`).
     pub rel_tol: f64,
-    /// Let a set or interval gold accept an inequality prediction
-    /// (`[-2, 7]` against `-2 \le x \le 7`); a relation gold always accepts
-    /// the set it describes.
+    /// Let a pair gold `(2, 7)` accept an inequality prediction as the open
+    /// interval (`2 < x < 7`). An interval with a bracket or an infinite end
+    /// (`[-2, 7]`, `(2, \infty)`) and a union always equal the inequality
+    /// they describe, whichever side is the gold.
     pub allow_set_relation_comp: bool,
     pub limits: Limits,
 }
@@ -206,6 +208,8 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
     compare::Cmp {
         opts,
+        roots: (&gold.node, &pred.node),
+        seed: std::cell::Cell::new(None),
         calls: std::cell::Cell::new(0),
         cheap: std::cell::Cell::new(0),
         work: std::cell::Cell::new(0),

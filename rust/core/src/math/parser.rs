@@ -68,9 +68,13 @@ fn is_and_or(t: &T) -> bool {
     }
 }
 
+fn is_or(t: &T) -> bool {
+    matches!(t, T::Text(s) if s.trim().eq_ignore_ascii_case("or"))
+}
+
 fn small_int(n: &Node) -> Option<BigInt> {
     match n {
-        Node::Num(v, false) if v.is_integer() => Some(v.to_integer()),
+        Node::Num(v, None) if v.is_integer() => Some(v.to_integer()),
         _ => None,
     }
 }
@@ -162,8 +166,10 @@ impl<'a> Parser<'a> {
                         | "exp"
                         | "lg"
                 );
-                !(matches!(*c, "cup" | "cap" | "choose" | "rfloor" | "rceil")
-                    || func && self.fn_arg)
+                !(matches!(
+                    *c,
+                    "cup" | "cap" | "choose" | "rfloor" | "rceil" | "bmod" | "to"
+                ) || func && self.fn_arg)
             }
             _ => false,
         }
@@ -178,7 +184,8 @@ impl<'a> Parser<'a> {
             T::Cmd("cup") | T::Cmd("cap") => 5,
             T::P(':') => 6,
             T::P('+') | T::P('-') | T::PlusMinus | T::MinusPlus => 7,
-            T::P('*') | T::P('/') => 9,
+            T::P('*') | T::P('/') | T::Cmd("bmod") => 9,
+            T::Cmd("to") => 0,
             T::Percent => 10,
             T::Text(_) => 11,
             T::P('^') => 13,
@@ -245,6 +252,8 @@ impl<'a> Parser<'a> {
             T::P(';') | T::P(',') | T::Ellipsis | T::Text(_) if lbp <= 2 => {
                 let sep_bp = lbp;
                 let mut items = vec![left];
+                // Only "or" between the items (`x < 1 \text{ or } x > 3`).
+                let mut only_or = true;
                 while let Some(t) = self.peek() {
                     if self.lbp(t) != sep_bp || self.at_terminator() {
                         break;
@@ -257,6 +266,7 @@ impl<'a> Parser<'a> {
                     if sep_bp == 1 && !matches!(t, T::P(';')) {
                         break;
                     }
+                    only_or &= is_or(t);
                     self.bump();
                     while self.peek().is_some_and(is_and_or) || self.peek() == Some(&T::P(',')) {
                         self.bump();
@@ -269,8 +279,12 @@ impl<'a> Parser<'a> {
                     }
                     items.push(self.expr(sep_bp)?);
                 }
+                let inequality = |n: &Node| matches!(n, Node::Rel(_, ops) if ops.iter().all(|o| matches!(o, RelOp::Lt | RelOp::Le | RelOp::Gt | RelOp::Ge)));
                 Ok(if items.len() == 1 {
                     items.pop().unwrap_or(Node::Ellipsis)
+                } else if only_or && items.iter().all(inequality) {
+                    // Inequalities joined by "or" are the union of their sets.
+                    Node::Union(items)
                 } else {
                     Node::List(items)
                 })
@@ -301,8 +315,8 @@ impl<'a> Parser<'a> {
             T::P(':') => {
                 self.bump();
                 // `12:00` is a time of day, not a ratio.
-                if let (Node::Num(_, false), Some(tok)) = (&left, self.peek_at(0)) {
-                    if let T::Num(_, false, d) = &tok.t {
+                if let (Node::Num(_, None), Some(tok)) = (&left, self.peek_at(0)) {
+                    if let T::Num(_, None, d) = &tok.t {
                         if d.len() == 2 && d.starts_with('0') && !tok.space {
                             let l = crate::math::display::render(&left);
                             let d = d.clone();
@@ -343,6 +357,11 @@ impl<'a> Parser<'a> {
                 let right = self.expr(9)?;
                 Ok(Node::Div(Box::new(left), Box::new(right)))
             }
+            T::Cmd("bmod") => {
+                self.bump();
+                let right = self.expr(9)?;
+                Ok(Node::Mod(Box::new(left), Box::new(right)))
+            }
             T::Percent => {
                 self.bump();
                 Ok(Node::Percent(Box::new(left)))
@@ -351,8 +370,12 @@ impl<'a> Parser<'a> {
                 // A trailing unit (`125 miles`, `10\text{ cm}^2`): decoration.
                 self.bump();
                 if self.peek() == Some(&T::P('^')) {
-                    if let Some(T::Num(..)) = self.peek_at(1).map(|t| &t.t) {
-                        self.pos += 2;
+                    let at = |k: usize| self.peek_at(k).map(|t| &t.t);
+                    match (at(1), at(2), at(3)) {
+                        (Some(T::Num(..)), _, _) => self.pos += 2,
+                        // `\text{ cm}^{2}`
+                        (Some(T::P('{')), Some(T::Num(..)), Some(T::P('}'))) => self.pos += 4,
+                        _ => {}
                     }
                 }
                 Ok(left)
@@ -373,7 +396,7 @@ impl<'a> Parser<'a> {
                 }
                 let per_degree = Node::Div(
                     Box::new(Node::Pi),
-                    Box::new(Node::num(BigRational::from_integer(180.into()), false)),
+                    Box::new(Node::num(BigRational::from_integer(180.into()), None)),
                 );
                 Ok(mul(left, per_degree))
             }
@@ -461,7 +484,7 @@ impl<'a> Parser<'a> {
             T::PlusMinus | T::MinusPlus => {
                 let inner = self.expr(9)?;
                 Ok(Node::PlusMinus(
-                    Box::new(Node::num(BigRational::zero(), false)),
+                    Box::new(Node::num(BigRational::zero(), None)),
                     Box::new(inner),
                     matches!(t, T::MinusPlus),
                 ))
@@ -472,14 +495,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn number(&mut self, v: &BigRational, dec: bool, digits: &str) -> R<Node> {
+    fn number(&mut self, v: &BigRational, dec: Option<i32>, digits: &str) -> R<Node> {
         let node = Node::num(v.clone(), dec);
         // `204_5`: a numeral in base 5.
-        if self.peek() == Some(&T::P('_')) && !dec {
+        if self.peek() == Some(&T::P('_')) && dec.is_none() {
             let save = self.pos;
             self.bump();
             let braced = self.eat(&T::P('{'));
-            if let Some(T::Num(b, false, _)) = self.peek() {
+            if let Some(T::Num(b, None, _)) = self.peek() {
                 let base = b.to_integer().to_u32().unwrap_or(0);
                 self.bump();
                 if (!braced || self.eat(&T::P('}'))) && (2..=36).contains(&base) {
@@ -491,7 +514,7 @@ impl<'a> Parser<'a> {
                         }
                         acc = acc * base + d;
                     }
-                    return Ok(Node::num(BigRational::from_integer(acc), false));
+                    return Ok(Node::num(BigRational::from_integer(acc), None));
                 }
             }
             self.pos = save;
@@ -508,7 +531,7 @@ impl<'a> Parser<'a> {
             if let (Some(n), Some(d)) = (small_int(&num), small_int(&den)) {
                 if !d.is_zero() && n < d && !n.is_negative() {
                     let v = BigRational::from_integer(whole) + BigRational::new(n, d);
-                    return Ok(Node::num(v, false));
+                    return Ok(Node::num(v, None));
                 }
             }
             self.pos = save;
@@ -517,7 +540,7 @@ impl<'a> Parser<'a> {
         // `4 4/9` in plain text (a space, not a newline, between the parts).
         if let (Some(a), Some(slash), Some(b)) = (self.peek_at(0), self.peek_at(1), self.peek_at(2))
         {
-            if let (T::Num(n, false, _), T::P('/'), T::Num(d, false, _)) = (&a.t, &slash.t, &b.t) {
+            if let (T::Num(n, None, _), T::P('/'), T::Num(d, None, _)) = (&a.t, &slash.t, &b.t) {
                 let after_ok = !matches!(
                     self.peek_at(3).map(|t| &t.t),
                     Some(T::P('^')) | Some(T::Letter(_)) | Some(T::P('(')) | Some(T::Cmd(_))
@@ -529,8 +552,8 @@ impl<'a> Parser<'a> {
                         return Ok(add(
                             node,
                             Node::Div(
-                                Box::new(Node::num(BigRational::from_integer(n), false)),
-                                Box::new(Node::num(BigRational::zero(), false)),
+                                Box::new(Node::num(BigRational::from_integer(n), None)),
+                                Box::new(Node::num(BigRational::zero(), None)),
                             ),
                         ));
                     }
@@ -540,7 +563,7 @@ impl<'a> Parser<'a> {
                         ));
                     }
                     let v = BigRational::from_integer(whole) + BigRational::new(n, d);
-                    return Ok(Node::num(v, false));
+                    return Ok(Node::num(v, None));
                 }
             }
         }
@@ -614,7 +637,7 @@ impl<'a> Parser<'a> {
                     self.expect(&T::P(']'))?;
                     i
                 } else {
-                    Node::num(BigRational::from_integer(2.into()), false)
+                    Node::num(BigRational::from_integer(2.into()), None)
                 };
                 let x = self.group()?;
                 Ok(Node::Root(Box::new(index), Box::new(x)))
@@ -623,6 +646,7 @@ impl<'a> Parser<'a> {
             "infty" => Ok(Node::Inf),
             "emptyset" => Ok(Node::Set(vec![])),
             "sum" | "prod" => self.big_op(c == "sum"),
+            "lim" => self.limit(),
             "lfloor" | "lceil" => {
                 let saved = self.abs_depth;
                 self.abs_depth = 0;
@@ -651,7 +675,7 @@ impl<'a> Parser<'a> {
                 base = Some(self.expr(14)?);
             }
         }
-        let inverse = matches!(&power, Some(Node::Neg(x)) if matches!(&**x, Node::Num(v, false) if v.is_one()));
+        let inverse = matches!(&power, Some(Node::Neg(x)) if matches!(&**x, Node::Num(v, None) if v.is_one()));
         if inverse {
             power = None;
         }
@@ -675,7 +699,7 @@ impl<'a> Parser<'a> {
             ("tanh", _) => Func::Tanh,
             ("exp", _) => Func::Exp,
             ("lg", _) => {
-                base = Some(Node::num(BigRational::from_integer(10.into()), false));
+                base = Some(Node::num(BigRational::from_integer(10.into()), None));
                 Func::Ln
             }
             _ => Func::Ln,
@@ -712,6 +736,25 @@ impl<'a> Parser<'a> {
             self.fn_arg = saved;
             a
         }
+    }
+
+    /// `\lim_{x \to a} body`.
+    fn limit(&mut self) -> R<Node> {
+        self.expect(&T::P('_'))?;
+        self.expect(&T::P('{'))?;
+        let Some(T::Letter(var)) = self.bump() else {
+            return unparseable("a limit without its variable");
+        };
+        self.expect(&T::Cmd("to"))?;
+        let saved = (self.fn_arg, self.abs_depth);
+        self.fn_arg = false;
+        self.abs_depth = 0;
+        let to = self.expr(0);
+        (self.fn_arg, self.abs_depth) = saved;
+        let to = to?;
+        self.expect(&T::P('}'))?;
+        let body = self.expr(8)?;
+        Ok(Node::Limit(var.clone(), Box::new(to), Box::new(body)))
     }
 
     fn big_op(&mut self, sum: bool) -> R<Node> {

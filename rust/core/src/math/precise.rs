@@ -154,6 +154,11 @@ fn eval(n: &Node) -> Option<Fx> {
     }
 }
 
+/// The value of a real constant of this kind as `(x, P)`: `x / 2^P`.
+pub(crate) fn fixed(n: &Node) -> Option<(BigInt, u64)> {
+    eval(n).map(|x| (x, P))
+}
+
 /// `Some(false)` when both are real constants of this kind whose values
 /// differ beyond 2^-200 relative; `None` when it cannot tell.
 pub(crate) fn differ(a: &Node, b: &Node) -> Option<bool> {

@@ -168,7 +168,7 @@ fn semantics_examples() {
     assert!(eq("\\{1,2\\}", "\\{2,1,1\\}"));
     assert!(eq("2x+3=y", "y=2x+3"));
     assert!(eq("x > 2", "(2, \\infty)"));
-    assert!(!eq("(2,\\infty)", "x > 2"));
+    assert!(eq("(2,\\infty)", "x > 2"));
     assert!(eq("7,425,000", "7425000"));
     assert!(eq("99,100", "99100"));
     assert!(!eq("99,100,1000", "991001000"));
@@ -273,4 +273,264 @@ fn left_nesting_is_bounded() {
         .unwrap()
         .join()
         .unwrap();
+}
+
+#[test]
+fn expressions_built_to_vanish_at_chosen_points_do_not_match() {
+    // VERIFY_SEMANTICS.md: sample points must not be guessable.
+    assert!(!eq("x", "x + \\sin(42\\pi x)"));
+    assert!(!eq("x", "x + \\sin(2520\\pi x)"));
+    assert!(!eq("x", "x + \\sin(720720\\pi x)"));
+    assert!(!eq("x^2", "x^2+(x-7)(3x-52)(7x+206)"));
+    assert!(!eq("x^2", "x^2+(x-7)(3x-52)(7x+206)(x+1)(2x-1)(3x+1)"));
+    assert!(!eq("y = x^2", "y = x^2+(x-7)(3x-52)(7x+206)"));
+    assert!(!eq("x^2 > 1", "x^2 + (x-7)(3x-52)(7x+206) > 1"));
+    assert!(!eq("a+b", "a+b+(a-7)(b-11)(a-13)"));
+    // A difference far below float precision is still a difference.
+    assert!(!eq("(x+1)^{20}", "(x+1)^{20} + 10^{-30}x"));
+    // Identities still hold, exactly.
+    assert!(eq("x^2+2x+1", "(x+1)^2"));
+    assert!(eq("(a+b)^5", "a^5+5a^4b+10a^3b^2+10a^2b^3+5ab^4+b^5"));
+    assert!(eq("\\frac{x^2-1}{x-1}", "x+1"));
+    assert!(eq("\\frac{1}{x-1}-\\frac{1}{x}", "\\frac{1}{x(x-1)}"));
+    assert!(eq("(1+i)x^2", "x^2 + ix^2"));
+    assert!(eq("50\\% x", "\\frac{x}{2}"));
+    assert!(eq("y = (x+1)^2", "y = x^2 + 2x + 1"));
+    assert!(eq("2y = 4x + 6", "y = 2x + 3"));
+    assert!(eq("x + 1 > 0", "2x + 2 > 0"));
+    assert!(!eq("x + 1 > 0", "-2x - 2 > 0"));
+    // Where only sampling decides, identities still agree at every point.
+    assert!(eq("\\sin^2 x + \\cos^2 x", "1"));
+    assert!(eq("\\sqrt{x^2}", "|x|"));
+    assert!(!eq("\\sqrt{x^2}", "x"));
+    assert!(eq("e^{x}e^{y}", "e^{x+y}"));
+    assert!(!eq("\\lfloor x \\rfloor", "x"));
+    // Deterministic: the same pair always gets the same answer.
+    for _ in 0..3 {
+        assert!(!eq("x", "x + \\sin(42\\pi x)"));
+    }
+}
+
+#[test]
+fn every_answer_equals_itself() {
+    let p = ParseOptions::default();
+    let o = CompareOptions::default();
+    let product = "\\sqrt2".repeat(26);
+    let nested = "\\sin(".repeat(40) + "1" + &")".repeat(40);
+    let cases = [
+        "e^{710}",
+        "\\pi^{700}",
+        "10^{400}\\pi",
+        "(1+\\sqrt2)^{900}",
+        product.as_str(),
+        nested.as_str(),
+        "e^{x^3}",
+        "x^{x^{x}}",
+        "10^{-400}\\pi",
+        "x1",
+        "(x1, y1)",
+        "x2+1",
+        "x_1",
+        "a_{12} + b3",
+    ];
+    for s in cases {
+        let v = parse(s, &p).unwrap_or_else(|e| panic!("{s}: {e}"));
+        match compare(&v, &v, &o) {
+            Ok(m) => assert!(m, "{s}"),
+            Err(e) => assert!(e.to_string().starts_with("over budget"), "{s}: {e}"),
+        }
+    }
+    // Large values are still compared, not merely matched.
+    assert!(eq("e^{710}", "e^{709} e"));
+    assert!(!eq("e^{710}", "e^{709}"));
+    assert!(eq("10^{400}\\pi", "\\pi \\cdot 10^{400}"));
+    assert!(!eq("10^{400}\\pi", "10^{399}\\pi"));
+    assert!(eq("\\sqrt2^{26}", "8192"));
+    assert!(eq(&product, "8192"));
+    assert!(eq("x1 + 1", "1 + x_1"));
+    assert!(!eq("x1", "x2"));
+    assert!(eq("(x1, y1)", "(x_1, y_1)"));
+}
+
+#[test]
+fn percent_either_side() {
+    // VERIFY_SEMANTICS.md: `10\%` = `10` = `0.1`, whichever side carries the sign.
+    for (a, b) in [
+        ("10\\%", "10"),
+        ("10\\%", "0.1"),
+        ("10\\%", "\\frac{1}{10}"),
+    ] {
+        assert!(eq(a, b), "{a} {b}");
+        assert!(eq(b, a), "{b} {a}");
+    }
+    assert!(eq("25", "25%"));
+    assert!(eq("40", "40\\%"));
+    assert!(eq("0.4", "40\\%"));
+    assert!(eq("10\\%", "10\\%"));
+    assert!(!eq("10\\%", "20\\%"));
+    assert!(!eq("25", "26%"));
+    assert!(!eq("10", "1\\%"));
+}
+
+#[test]
+fn units_are_decoration_on_either_side() {
+    // VERIFY_SEMANTICS.md: trailing units after a value or a constant expression.
+    for (a, b) in [
+        ("10\\text{ cm}^{2}", "10"),
+        ("10\\text{ cm}^2", "10"),
+        ("10 \\mathrm{cm}^{2}", "10"),
+        ("2\\pi \\text{ cm}", "2\\pi"),
+        ("2\\pi \\mathrm{cm}", "2\\pi"),
+        ("5\\mathrm{m/s}", "5"),
+        ("5 \\text{m/s}", "5"),
+        ("60 km/h", "60"),
+        ("60 \\mathrm{km/h}", "60"),
+        ("12 cm", "12"),
+        ("3 meters", "3"),
+        ("20 dollars", "20"),
+        ("\\frac{1}{2}\\text{ cm}", "0.5"),
+    ] {
+        assert!(eq(a, b), "{a} {b}");
+        assert!(eq(b, a), "{b} {a}");
+    }
+    assert!(!eq("10\\text{ cm}^{2}", "100"));
+    assert!(!eq("2\\pi \\text{ cm}", "2"));
+    assert!(eq("\\mathrm{e}^{2}", "e^2"));
+    assert!(eq("e^{\\mathrm{i}\\pi}", "-1"));
+}
+
+#[test]
+fn relations_left_sides_and_chains() {
+    // VERIFY_SEMANTICS.md, "Relations".
+    assert!(!eq("\\sin(x)=\\frac{42}{59}", "\\cos(x)=\\frac{42}{59}"));
+    assert!(!eq("\\tan\\theta = \\frac34", "\\cot\\theta = \\frac34"));
+    assert!(eq("\\tan\\theta = \\frac34", "\\tan\\theta = 0.75"));
+    assert!(eq("\\sin(x)=\\frac{42}{59}", "\\sin x = \\frac{42}{59}"));
+    assert!(!eq("x = 5", "y = 5"));
+    assert!(eq("x = 5", "x = 5"));
+    assert!(eq("f(x) = 2x+3", "y = 2x+3"));
+    assert!(eq("y = 2x+3", "f(x) = 3+2x"));
+    assert!(!eq("f(x) = 2x+3", "y = 2x-3"));
+    assert!(eq("y = 2x + 3", "y = 3 + 2x"));
+    assert!(eq("2x+3=y", "y=2x+3"));
+    // Against a gold value, an equation chain ending in a constant answers it.
+    assert!(eq("1", "\\lim_{x\\to 0}\\frac{\\sin x}{x} = 1"));
+    assert!(eq("1", "\\lim_{x \\to \\infty} \\frac{x+1}{x} = 1"));
+    assert!(!eq("2", "\\lim_{x\\to 0}\\frac{\\sin x}{x} = 1"));
+    assert!(eq("2", "17 \\bmod 5 = 2"));
+    assert!(eq("2", "17 \\bmod 5"));
+    assert!(!eq("3", "17 \\bmod 5"));
+    assert!(eq("4", "\\sqrt{16}=4"));
+    assert!(eq("8", "3^2 = 8"));
+    assert!(!eq("9", "3^2 = 8"));
+    assert!(eq("x = 4", "\\sqrt{16} = 4"));
+}
+
+#[test]
+fn decimals_answer_to_the_precision_they_state() {
+    // VERIFY_SEMANTICS.md: rounded or truncated at its own last digit, with at
+    // least 4 significant digits, against a value it cannot write exactly.
+    let strict = |a: &str, b: &str| {
+        let p = ParseOptions::default();
+        let o = CompareOptions {
+            rel_tol: 0.0,
+            ..CompareOptions::default()
+        };
+        equivalent(&parse(a, &p).unwrap(), &parse(b, &p).unwrap(), &o)
+    };
+    for (exact, dec) in [
+        ("\\sqrt3", "1.732"),
+        ("\\sqrt3", "1.7321"),
+        ("16.\\overline{6}", "16.67"),
+        ("100\\pi", "314.16"),
+        ("100\\pi", "314.15"),
+        ("40\\pi", "125.663"),
+        ("40\\pi", "125.664"),
+        ("\\pi", "3.1416"),
+        ("\\pi", "3.14159"),
+        ("\\frac{2}{3}", "0.6667"),
+        ("\\frac{2}{3}", "0.6666"),
+        ("-\\frac{2}{3}", "-0.6667"),
+        ("\\frac13", "33.33\\%"),
+        ("\\frac{1}{1024}", "0.0009766"),
+        ("\\sqrt{2}\\cdot 10^{5}", "1.414 \\times 10^{5}"),
+    ] {
+        assert!(strict(exact, dec), "{exact} {dec}");
+        assert!(strict(dec, exact), "{dec} {exact}");
+    }
+    for (exact, dec) in [
+        ("\\sqrt3", "1.73"),
+        ("\\frac13", "0.33"),
+        ("\\frac73", "2.3"),
+        ("\\frac73", "2.33"),
+        ("100\\pi", "314.17"),
+        ("100\\pi", "314.14"),
+        ("\\frac{2}{3}", "0.6668"),
+        ("-\\frac{2}{3}", "0.6667"),
+        ("2.5", "2.4999"),
+        ("2.5", "2.5001"),
+        ("\\frac52", "2.4999"),
+        ("3", "2.9999"),
+        ("\\sqrt3", "1.7322"),
+    ] {
+        assert!(!strict(exact, dec), "{exact} {dec}");
+    }
+    // A decimal answer with fewer digits than a decimal gold is rounded;
+    // a gold decimal with fewer digits than the answer: compared exactly.
+    assert!(strict("0.142857142", "0.1428571"));
+    assert!(strict("0.066666793", "0.0666668"));
+    assert!(!strict("0.1428571", "0.142857142"));
+    assert!(!strict("1.732", "1.7320508"));
+    // A caller's relative tolerance also admits a match.
+    let tol = CompareOptions {
+        rel_tol: 1e-2,
+        ..CompareOptions::default()
+    };
+    let p = ParseOptions::default();
+    assert!(equivalent(
+        &parse("\\sqrt3", &p).unwrap(),
+        &parse("1.73", &p).unwrap(),
+        &tol
+    ));
+    // Lists compare each element at its own precision.
+    assert!(eq("\\frac13, \\sqrt3, \\pi", "1/3, 1.732, 3.1416"));
+    assert!(!eq("\\frac13, \\sqrt3, \\pi", "1/3, 1.73, 3.1416"));
+}
+
+#[test]
+fn inequality_chains_are_intervals() {
+    // VERIFY_SEMANTICS.md: inequality chains and intervals are the same set.
+    for (a, b) in [
+        ("2 \\le x \\le 5", "[2,5]"),
+        ("2 < x \\le 5", "(2,5]"),
+        ("x > 2", "(2, \\infty)"),
+        ("x \\le 3", "(-\\infty, 3]"),
+        ("x < 1 \\text{ or } x > 3", "(-\\infty,1)\\cup(3,\\infty)"),
+        ("x < 1 or x > 3", "(3,\\infty) \\cup (-\\infty,1)"),
+        (
+            "x \\le -2 \\text{ or } x \\ge 2",
+            "(-\\infty,-2]\\cup[2,\\infty)",
+        ),
+    ] {
+        assert!(eq(a, b), "{a} {b}");
+        assert!(eq(b, a), "{b} {a}");
+    }
+    assert!(eq("x < 1 \\text{ or } x > 3", "x > 3 \\text{ or } x < 1"));
+    assert!(!eq("2 \\le x \\le 5", "(2,5]"));
+    assert!(!eq("[2,5]", "2 < x \\le 5"));
+    assert!(!eq(
+        "x < 1 \\text{ or } x > 3",
+        "(-\\infty,1]\\cup(3,\\infty)"
+    ));
+    assert!(!eq("x < 1 \\text{ or } x > 3", "(1,3)"));
+    // "and" is not a union.
+    assert!(!eq(
+        "x > 1 \\text{ and } x < 3",
+        "(-\\infty,3)\\cup(1,\\infty)"
+    ));
+    // "or" between values is a hedge, not a single value.
+    assert!(!eq("3", "1 \\text{ or } 3"));
+    assert!(!eq("3", "3 \\text{ or } 4"));
+    // A pair is read as an interval only when asked.
+    assert!(!eq("(2, 5)", "2 < x < 5"));
 }
