@@ -364,6 +364,8 @@ CONVENTION_CASES = [
     ("math_dapo", "I do not know", "34"),
     ("aime_2024", "Answer: 204", "204"),
     ("math", "Answer: 7", "8"),
+    ("openai/gsm8k", "#### 72\n" + "and we check it again. " * 20, "72"),  # verl reads 300 chars
+    ("math_dapo", "Answer: 34\n" + "and we check it again. " * 20, "34"),
 ]
 
 
@@ -678,3 +680,151 @@ def test_installed_grpo_fast_declares_the_plugin(tmp_path):
     assert {ep.name: ep.value for ep in eps} == _pyproject_plugins()
     out = _run_probe(tmp_path, {})
     assert out["gf_imported"] and out["manager"] == "GrpoFastRewardManager", out
+
+
+# --- verl's reward loop: RewardLoopWorker -> load_reward_manager -> the managers -------------
+
+
+def _byte_tokenizer():
+    """A byte-level tokenizer (decoding gives back the exact text), built here: no download."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<|im_end|>")
+
+
+def _reward_batch(tokenizer, items, prompt="Q: solve it.\n"):
+    """A DataProto as verl's rollout hands it to the reward loop (left-padded prompts,
+    right-padded responses ending in EOS)."""
+    from verl import DataProto
+
+    p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    r_ids = [
+        tokenizer(r, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        for _, r, _ in items
+    ]
+    width = max(map(len, r_ids)) + 3
+    pad = tokenizer.pad_token_id
+    responses = torch.tensor([r + [pad] * (width - len(r)) for r in r_ids])
+    prompts = torch.tensor([p_ids] * len(items))
+    attention = torch.tensor(
+        [[1] * len(p_ids) + [1] * len(r) + [0] * (width - len(r)) for r in r_ids]
+    )
+    return DataProto.from_dict(
+        tensors={"prompts": prompts, "responses": responses, "attention_mask": attention},
+        non_tensors={
+            "data_source": np.array([s for s, _, _ in items], dtype=object),
+            "reward_model": np.array([{"ground_truth": g} for _, _, g in items], dtype=object),
+            "extra_info": np.array([{"index": i} for i in range(len(items))], dtype=object),
+        },
+    )
+
+
+def _ppo_config(tokenizer_dir, manager="naive", custom_path=None, reward_kwargs=None):
+    """verl's generated PPO trainer config, with the fields the reward loop reads set."""
+    import os
+
+    import verl
+    from omegaconf import OmegaConf
+
+    path = os.path.join(
+        os.path.dirname(verl.__file__), "trainer/config/_generated_ppo_trainer.yaml"
+    )
+    config = OmegaConf.load(path)
+    config.actor_rollout_ref.model.path = str(tokenizer_dir)
+    config.reward.reward_manager.name = manager
+    config.reward.custom_reward_function.path = custom_path
+    if reward_kwargs is not None:
+        config.reward.custom_reward_function.reward_kwargs = reward_kwargs
+    return config
+
+
+def _worker_scores(config, data):
+    """RewardLoopWorker.compute_score_batch (what RewardLoopManager runs in each Ray actor),
+    then the rm_scores tensor as RewardLoopManager assembles it."""
+    import asyncio
+    import warnings
+
+    reward_loop = _quiet_import("verl.experimental.reward_loop.reward_loop")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # Importing gf registered the manager, unless verl's reward loop warned on the
+        # way in under this suite's warnings-as-errors: register again, quietly.
+        assert gf.register_verl_reward_manager()
+        worker = reward_loop.RewardLoopWorker(config)
+    asyncio.set_event_loop(worker.loop)
+    outputs = worker.loop.run_until_complete(worker.compute_score_batch(data))
+    scores = [o["reward_score"] for o in outputs]
+    rm = type(worker.reward_manager).assemble_rm_scores(data, scores)
+    return worker.reward_manager, scores, rm, outputs
+
+
+def test_reward_loop_worker_with_grpo_fast_manager_matches_naive(tmp_path):
+    """Same batch, verl's RewardLoopWorker twice: the naive manager with verl's default
+    scorer, and reward_manager.name=grpo_fast."""
+    tokenizer = _byte_tokenizer()
+    tokenizer.save_pretrained(tmp_path)
+    items = CONVENTION_CASES * 3
+    naive, naive_scores, naive_rm, _ = _worker_scores(
+        _ppo_config(tmp_path), _reward_batch(tokenizer, items)
+    )
+    assert type(naive).__name__ == "NaiveRewardManager"
+    ours, our_scores, our_rm, outputs = _worker_scores(
+        _ppo_config(tmp_path, manager="grpo_fast"), _reward_batch(tokenizer, items)
+    )
+    assert type(ours).__name__ == "GrpoFastRewardManager"
+    assert our_scores == [float(s) for s in naive_scores]
+    torch.testing.assert_close(our_rm, naive_rm)
+    assert {o["reward_extra_info"]["acc"] for o in outputs} == {0.0, 1.0}
+    assert set(our_scores) == {-1.0, 0.0, 1.0}
+
+
+def test_grpo_fast_manager_scores_each_batch_in_one_call(tmp_path, monkeypatch):
+    tokenizer = _byte_tokenizer()
+    tokenizer.save_pretrained(tmp_path)
+    calls = []
+    real = gf.score_items
+
+    def counting(*args, **kwargs):
+        calls.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gf, "score_items", counting)
+    items = CONVENTION_CASES * 5
+    _worker_scores(_ppo_config(tmp_path, manager="grpo_fast"), _reward_batch(tokenizer, items))
+    assert calls == [len(items)]
+
+
+def test_grpo_fast_manager_options_from_verls_custom_reward_function(tmp_path):
+    """judge=grpo_fast through reward.custom_reward_function.reward_kwargs; a scorer that is
+    not grpo-fast's is refused, not silently skipped."""
+    tokenizer = _byte_tokenizer()
+    tokenizer.save_pretrained(tmp_path)
+    items = [("openai/gsm8k", "So the answer is 72.", "72"), ("openai/gsm8k", "#### 72", "72")]
+    cfg = _ppo_config(
+        tmp_path,
+        manager="grpo_fast",
+        custom_path="pkg://grpo_fast.integrations.verl",
+        reward_kwargs={"judge": "grpo_fast"},
+    )
+    _, scores, _, _ = _worker_scores(cfg, _reward_batch(tokenizer, items))
+    assert scores == [1.0, 1.0]
+    cfg = _ppo_config(tmp_path, manager="grpo_fast", custom_path=gf.__file__)
+    _, scores, _, _ = _worker_scores(cfg, _reward_batch(tokenizer, items))
+    assert scores == [0.0, 1.0]
+    other = tmp_path / "my_reward.py"
+    other.write_text(
+        "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n"
+        "    return 0.5\n"
+    )
+    cfg = _ppo_config(tmp_path, manager="grpo_fast", custom_path=str(other))
+    with pytest.raises(InvalidInputError, match="scores with grpo-fast"):
+        _worker_scores(cfg, _reward_batch(tokenizer, items))
+    # The same custom function with verl's naive manager: verl's own route, untouched.
+    cfg = _ppo_config(tmp_path, manager="naive", custom_path="pkg://grpo_fast.integrations.verl")
+    _, scores, _, _ = _worker_scores(cfg, _reward_batch(tokenizer, items))
+    assert scores == [0.0, 1.0]

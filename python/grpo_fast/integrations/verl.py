@@ -350,13 +350,15 @@ class Convention(NamedTuple):
     score of a wrong (or unanswered) response; a right one scores 1.0.
     ``returns_dict``: verl's scorer for the source returns ``{"score", "acc",
     "pred"}`` rather than a float. ``delegate``: verl's own scorer decides
-    (a source verl scores otherwise than by its final answer).
+    (a source verl scores otherwise than by its final answer). ``clip``: only
+    the last ``clip`` characters of a response are read, as verl's scorer does.
     """
 
     rules: tuple[str, ...] | None
     wrong: float = 0.0
     returns_dict: bool = False
     delegate: bool = False
+    clip: int | None = None
 
 
 _GRPO_FAST = Convention(None)
@@ -368,22 +370,26 @@ def convention(data_source: Any, judge: str = "verl") -> Convention:
 
     With ``judge="verl"`` (the default) the answer must be written the way
     verl's own scorer for the source reads it: ``openai/gsm8k`` only from the
-    ``#### <answer>`` line; the MATH sources (``lighteval/MATH``,
-    ``DigitalLearningGmbH/MATH-lighteval``, ``HuggingFaceH4/MATH-500``) only
-    from ``\\boxed{}``; ``math_dapo``, ``math``, ``math_dapo_reasoning`` and
-    ``aime*`` from the last ``Answer:`` line, else ``\\boxed{}``, with a wrong
-    answer at -1.0 (verl's ``math_dapo``). ``numina_*`` (verl's lenient
-    ``prime_math``) and sources verl does not know use grpo-fast's extraction.
-    With ``judge="grpo_fast"`` every source uses grpo-fast's extraction (so
-    ``So the answer is 72.`` counts for gsm8k); the wrong-answer score stays
-    the source's. Equality is grpo-fast's under both.
+    ``#### <answer>`` line in the last 300 characters; the MATH sources
+    (``lighteval/MATH``, ``DigitalLearningGmbH/MATH-lighteval``,
+    ``HuggingFaceH4/MATH-500``) only from ``\\boxed{}``; ``math_dapo``,
+    ``math``, ``math_dapo_reasoning`` and ``aime*`` from the last ``Answer:``
+    line, else ``\\boxed{}``, in the last 300 characters, with a wrong answer
+    at -1.0 (verl's ``math_dapo``). ``numina_*`` (verl's lenient
+    ``prime_math``) and sources verl does not know use grpo-fast's extraction;
+    code, ``hiyouga/geometry3k`` and the ``searchR1_*`` sources go to verl's
+    own scorer. With ``judge="grpo_fast"`` every answer source uses
+    grpo-fast's extraction over the whole response (so ``So the answer is
+    72.`` counts for gsm8k); the wrong-answer score stays the source's.
+    Equality is grpo-fast's under both (``12.0`` equals ``12``, where verl
+    compares normalised strings).
 
     Examples
     --------
     >>> convention("openai/gsm8k")
-    Convention(rules=('gsm8k',), wrong=0.0, returns_dict=False, delegate=False)
+    Convention(rules=('gsm8k',), wrong=0.0, returns_dict=False, delegate=False, clip=300)
     >>> convention("aime_2024", judge="grpo_fast")
-    Convention(rules=None, wrong=-1.0, returns_dict=True, delegate=False)
+    Convention(rules=None, wrong=-1.0, returns_dict=True, delegate=False, clip=None)
     """
     if judge not in JUDGES:
         raise InvalidInputError(f"judge must be one of {JUDGES}, not {judge!r}")
@@ -392,11 +398,13 @@ def convention(data_source: Any, judge: str = "verl") -> Convention:
         return _DELEGATE
     if source in _DAPO_SOURCES or source.startswith("aime"):
         rules: tuple[str, ...] | None = ("answer_colon", "boxed")
-        return Convention(rules if judge == "verl" else None, wrong=-1.0, returns_dict=True)
+        if judge == "verl":
+            return Convention(rules, wrong=-1.0, returns_dict=True, clip=300)
+        return Convention(None, wrong=-1.0, returns_dict=True)
     if judge == "grpo_fast":
         return _GRPO_FAST
     if source in _GSM8K_SOURCES:
-        return Convention(("gsm8k",))
+        return Convention(("gsm8k",), clip=300)
     if source in _MATH_SOURCES:
         return Convention(("boxed",))
     return _GRPO_FAST
@@ -479,7 +487,10 @@ def score_items(
                 )
             continue
         use = override if override is not None else conv.rules
-        hit = _matched([golds[i] for i in items], [preds[i] for i in items], use, rel_tol) > 0
+        texts = [preds[i] for i in items]
+        if conv.clip is not None:
+            texts = [t[-conv.clip :] for t in texts]
+        hit = _matched([golds[i] for i in items], texts, use, rel_tol) > 0
         idx = np.asarray(items, dtype=np.int64)
         correct[idx] = hit
         scores[idx] = np.where(hit, 1.0, conv.wrong)
@@ -591,7 +602,8 @@ def compute_score(
     conv = convention(data_source, judge)
     if conv.returns_dict:
         use = rules if rules is not None else conv.rules
-        found = extract_answer(solution_str, rules=use)
+        text = solution_str if conv.clip is None else solution_str[-conv.clip :]
+        found = extract_answer(text, rules=use)
         pred = found.answer if found is not None else "[INVALID]"
         return {"score": float(scores[0]), "acc": bool(correct[0]), "pred": pred}
     return float(scores[0])
@@ -712,6 +724,19 @@ def _reward_options(compute_score: Any) -> dict[str, Any]:
     )
 
 
+def _decode(tokenizer: Any, ids: list[list[int]]) -> list[str]:
+    """``tokenizer.decode(x, skip_special_tokens=True)`` for each, as verl's managers decode.
+
+    A fast tokenizer without the clean-up of tokenization spaces decodes the
+    batch in one call of its Rust backend (the same strings).
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and not getattr(tokenizer, "clean_up_tokenization_spaces", True):
+        texts: list[str] = backend.decode_batch(ids, skip_special_tokens=True)
+        return texts
+    return [tokenizer.decode(x, skip_special_tokens=True) for x in ids]
+
+
 def _make_reward_manager() -> Any:
     import asyncio
 
@@ -747,15 +772,16 @@ def _make_reward_manager() -> Any:
 
         async def run_single(self, data: Any) -> dict[str, Any]:
             loop = asyncio.get_running_loop()
-            item = data[-1:][0]  # several outputs of one session: the last, as verl's managers
-            ids = item.batch["responses"]
-            length = int(item.batch["attention_mask"][-ids.shape[-1] :].sum())
-            extra_info = item.non_tensor_batch.get("extra_info", None)
+            # Several outputs of one session: the last is scored, as verl's managers do.
+            # Read from the columns, without building DataProto items.
+            ids = data.batch["responses"][-1]
+            length = int(data.batch["attention_mask"][-1][-ids.shape[-1] :].sum())
+            extra = data.non_tensor_batch
             record = (
                 ids[:length].tolist(),
-                item.non_tensor_batch["data_source"],
-                item.non_tensor_batch["reward_model"]["ground_truth"],
-                extra_info,
+                extra["data_source"][-1],
+                extra["reward_model"][-1]["ground_truth"],
+                extra["extra_info"][-1] if "extra_info" in extra else None,
             )
             future = loop.create_future()
             self._pending.append((record, future))
@@ -786,7 +812,7 @@ def _make_reward_manager() -> Any:
                     self._busy = False
 
         def _score_sync(self, records: list[Any]) -> list[dict[str, Any]]:
-            texts = self.tokenizer.batch_decode([r[0] for r in records], skip_special_tokens=True)
+            texts = _decode(self.tokenizer, [r[0] for r in records])
             scores, correct, _ = score_items(
                 [r[1] for r in records],
                 texts,
