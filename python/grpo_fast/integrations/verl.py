@@ -31,26 +31,37 @@ float32, so e.g. three scores of 0.3 can leave a residue of ~1e-8 that its
 ``epsilon`` of 1e-6 blows up to ~0.01), and a NaN score is unscorable: it gets
 0 and stays out of its group's statistics (verl spreads the NaN over the group).
 
-When verl is importable, importing this module also registers the estimators
-in verl's registry as ``grpo_fast_grpo``, ``grpo_fast_grpo_vectorized``,
-``grpo_fast_rloo``, ``grpo_fast_rloo_vectorized``,
+Registration: the ``verl.plugins`` entry point of this package (verl imports
+every such entry point in ``import verl``, so in the driver that runs
+``compute_advantage`` and in every Ray worker) imports this module, which
+registers the estimators in verl's registry as ``grpo_fast_grpo``,
+``grpo_fast_grpo_vectorized``, ``grpo_fast_rloo``, ``grpo_fast_rloo_vectorized``,
 ``grpo_fast_reinforce_plus_plus_baseline`` and ``grpo_fast_grpo_passk``
-(``algorithm.adv_estimator=grpo_fast_grpo``). verl hands a registered estimator
-only ``token_level_rewards``, ``response_mask``, ``index`` and ``config``, so
-the registered GRPO variants read ``norm_adv_by_std_in_grpo`` from ``config``.
+(``algorithm.adv_estimator=grpo_fast_grpo``), and the reward manager
+:data:`GrpoFastRewardManager` in verl's reward-loop registry as ``grpo_fast``
+(``reward.reward_manager.name=grpo_fast``). Without the installed entry point,
+``VERL_USE_EXTERNAL_MODULES=grpo_fast.integrations.verl`` does the same.
+verl's trainer hands a registered estimator only ``token_level_rewards``,
+``response_mask``, ``index`` and ``config``: ``grpo_fast_grpo`` reads
+``norm_adv_by_std_in_grpo`` from ``config`` (as verl's trainer does for
+``grpo``), ``grpo_fast_grpo_vectorized`` does not (verl's ``grpo_vectorized``
+always divides by the std under the trainer).
 
 Reward functions
 ----------------
-:func:`compute_score` (verl's ``NaiveRewardManager`` form) and
-:func:`compute_score_batch` (``BatchRewardManager``) are loadable through verl's
-``custom_reward_function`` config (verl 0.9 keys; the file path of this module
-works as well as ``pkg://``)::
+:func:`compute_score` (verl's ``custom_reward_function`` form) and
+:func:`compute_score_batch` score with verl's conventions per ``data_source``
+(:func:`convention`: gsm8k's ``####`` line, MATH's ``\\boxed{}``, math_dapo's
+-1 for a wrong answer), grpo-fast's equality, and ``judge="grpo_fast"`` as the
+named option for grpo-fast's extraction of any answer form::
 
     reward.custom_reward_function.path=pkg://grpo_fast.integrations.verl
     reward.custom_reward_function.name=compute_score
 
-No signals are used, so ``compute_score`` also runs in the executor threads of
-verl's reward loop (math-verify's ``signal.alarm`` timeouts cannot).
+No signals are used, so they run in the executor threads of verl's reward
+loop (math-verify's ``signal.alarm`` timeouts cannot). The reward manager
+scores the samples verl's ``RewardLoopWorker`` hands it one by one in one
+Rust call per batch.
 """
 
 from __future__ import annotations
