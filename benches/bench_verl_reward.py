@@ -127,9 +127,14 @@ def test_verl_reward_loop(benchmark, impl, tmp_path_factory):
 
     benchmark.group = GROUP
     benchmark.extra_info["impl"] = impl
-    scores = benchmark.pedantic(run, setup=setup, rounds=5, iterations=1)
-    assert sum(scores) == N // 2  # every right answer found, no wrong one accepted
-    _results[impl] = run(make_batch(tokenizer, 10**6))
+    try:
+        scores = benchmark.pedantic(run, setup=setup, rounds=5, iterations=1)
+        assert sum(scores) == N // 2  # every right answer found, no wrong one accepted
+        _results[impl] = run(make_batch(tokenizer, 10**6))
+    finally:
+        worker.loop.run_until_complete(worker.loop.shutdown_default_executor())
+        worker.loop.close()
+        asyncio.set_event_loop(None)
     if len(_results) == 2:
         a, b = _results.values()
         assert a == b, "the two managers disagree on the same batch"

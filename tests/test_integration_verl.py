@@ -756,8 +756,14 @@ def _worker_scores(config, data):
         # way in under this suite's warnings-as-errors: register again, quietly.
         assert gf.register_verl_reward_manager()
         worker = reward_loop.RewardLoopWorker(config)
-    asyncio.set_event_loop(worker.loop)
-    outputs = worker.loop.run_until_complete(worker.compute_score_batch(data))
+    loop = worker.loop
+    asyncio.set_event_loop(loop)
+    try:
+        outputs = loop.run_until_complete(worker.compute_score_batch(data))
+    finally:
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+        asyncio.set_event_loop(None)
     scores = [o["reward_score"] for o in outputs]
     rm = type(worker.reward_manager).assemble_rm_scores(data, scores)
     return worker.reward_manager, scores, rm, outputs

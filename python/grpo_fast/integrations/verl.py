@@ -776,8 +776,9 @@ def _make_reward_manager() -> Any:
             reward_model_tokenizer: Any = None,
             **kwargs: Any,
         ) -> None:
+            options = _reward_options(compute_score)  # refuse before verl makes an event loop
             super().__init__(config, tokenizer, compute_score)
-            self.options = _reward_options(compute_score)
+            self.options = options
             self._pending: list[tuple[Any, Any]] = []
             self._busy = False
 
