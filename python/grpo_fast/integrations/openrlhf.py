@@ -1,17 +1,34 @@
 """The reward-function module OpenRLHF loads, scored in Rust.
 
-OpenRLHF (``--remote_rm_url /path/to/module.py --label_key answer``) imports a
-Python file and calls its ``reward_func(queries, prompts, labels)`` once per
-batch: ``queries`` are the decoded prompt + response texts, ``prompts`` the
-prompt texts, ``labels`` the dataset's ``--label_key`` column. It returns a
-dict: ``rewards`` (the tensor the advantages are computed from), ``scores``
-(0/1, for dynamic filtering) and ``extra_logs`` (logged tensors).
+OpenRLHF imports a Python file given as its remote reward URL and calls its
+``reward_func(queries, prompts, labels)``: ``queries`` are the decoded prompt
++ response texts (decoded with ``skip_special_tokens=False``, so they end in
+the chat template's end token, ``<|im_end|>``, ``</s>``, ...), ``prompts`` the
+prompt texts, ``labels`` the dataset's label column. It returns a dict:
+``rewards`` (what the advantages are computed from), ``scores`` (0/1, for
+dynamic filtering) and ``extra_logs`` (logged per sample).
 
-Point OpenRLHF at this file::
+OpenRLHF 0.10 and 0.11 (``python -m openrlhf.cli.train_ppo_ray``; there is
+no ``openrlhf`` console script)::
 
-    --remote_rm_url $(python -c "import grpo_fast.integrations.openrlhf as m; print(m.__file__)")
+    RM=$(python -c "import grpo_fast.integrations.openrlhf as m; print(m.__file__)")
+    python -m openrlhf.cli.train_ppo_ray ... --reward.remote_url $RM --data.label_key answer
 
-or, for other reward specs, write a two-line module of your own::
+OpenRLHF up to 0.9 spelled the same ``--remote_rm_url <file>.py --label_key
+answer``. Its ``SingleTurnAgentExecutor`` calls ``reward_func`` once per
+sample (lists of one), from ``asyncio.to_thread`` worker threads: what
+grpo-fast saves there is the time of each call (no sympy, no signals, the GIL
+released while Rust scores), not a batch's worth of parallelism.
+
+A failure inside ``reward_func`` (a label of the wrong type, mismatched list
+lengths, ...) never raises into OpenRLHF, which would log it at INFO and train
+on ``None``: it logs a warning with the reason and returns reward 0 with
+``extra_logs["reward_error"]`` at 1.0 (0.0 on success). ``extra_logs`` holds
+the same keys either way, as OpenRLHF merges them across samples into numeric
+tensors (a string there would break its experience batching; the reason
+itself is in the warning).
+
+For other reward specs, write a two-line module of your own::
 
     from grpo_fast import rewards
     from grpo_fast.integrations.openrlhf import make_reward_func
@@ -19,11 +36,15 @@ or, for other reward specs, write a two-line module of your own::
     reward_func = make_reward_func(
         rewards.MathReward(), rewards.FormatReward(r"</think>", weight=0.1)
     )
+
+``make_reward_func`` returns a picklable :class:`RewardFunc` (it travels to
+Ray workers); the compiled specs are rebuilt on the other side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +52,9 @@ import numpy as np
 from grpo_fast import rewards as _rewards
 from grpo_fast.errors import InvalidInputError
 
-__all__ = ["make_reward_func", "responses_of", "reward_func"]
+__all__ = ["RewardFunc", "make_reward_func", "responses_of", "reward_func"]
+
+_log = logging.getLogger(__name__)
 
 
 def responses_of(queries: Sequence[str], prompts: Sequence[str]) -> list[str]:
@@ -69,57 +92,137 @@ def responses_of(queries: Sequence[str], prompts: Sequence[str]) -> list[str]:
     return out
 
 
-def make_reward_func(
-    *specs: _rewards.RewardSpec, success_column: str | None = None
-) -> Callable[..., dict[str, Any]]:
-    """An OpenRLHF ``reward_func`` scoring the given specs (weighted, summed) in Rust.
+class RewardFunc:
+    """An OpenRLHF ``reward_func(queries, prompts, labels)`` scoring reward specs in Rust.
 
-    ``rewards`` is the weighted total, with unscorable items (a label without a
-    usable answer) at 0.0 rather than NaN, which would spread into the
-    advantages; ``scores`` is the column ``success_column`` (default: the first
-    spec's) clipped to [0, 1]; ``extra_logs`` holds every column and
-    ``unscorable``, the fraction of items no spec could score.
+    ``rewards`` is the weighted total of the specs, with unscorable items (a
+    label without a usable answer) at 0.0 rather than NaN, which would spread
+    into the advantages; ``scores`` is the column ``success_column`` (default:
+    the first spec's) clipped to [0, 1]; ``extra_logs`` holds every column,
+    ``unscorable`` (1.0 where no spec could score the item) and
+    ``reward_error``. Picklable: the specs travel, the compiled form is
+    rebuilt on first use.
+
+    Examples
+    --------
+    >>> q = ["Q: 6*7? A: \\\\boxed{42}", "Q: 6*7? A: 41"]
+    >>> out = reward_func(q, ["Q: 6*7?"] * 2, ["42", "42"])
+    >>> out["rewards"].tolist(), out["scores"].tolist(), sorted(out["extra_logs"])
+    ([1.0, 0.0], [1.0, 0.0], ['math', 'reward_error', 'unscorable'])
     """
-    if not specs:
-        specs = (_rewards.MathReward(),)
-    compiled = _rewards.combine(list(specs))
-    success = success_column or compiled.names[0]
-    if success not in compiled.names:
-        raise InvalidInputError(f"success_column {success!r} is not one of {compiled.names}")
 
-    def reward_func(
-        queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any
+    def __init__(self, specs: Sequence[_rewards.RewardSpec], success_column: str | None = None):
+        self.specs = tuple(specs) or (_rewards.MathReward(),)
+        compiled = _rewards.combine(list(self.specs))
+        self.success_column = success_column or compiled.names[0]
+        if self.success_column not in compiled.names:
+            raise InvalidInputError(
+                f"success_column {self.success_column!r} is not one of {compiled.names}"
+            )
+        self._compiled: _rewards.Rewards | None = compiled
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_compiled"] = None  # the Rust RewardSet does not pickle; rebuilt on use
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def compiled(self) -> _rewards.Rewards:
+        if self._compiled is None:
+            self._compiled = _rewards.combine(list(self.specs))
+        return self._compiled
+
+    def __call__(
+        self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any
     ) -> dict[str, Any]:
+        try:
+            return self.score(queries, prompts, labels)
+        except Exception as exc:
+            n = _length(queries)
+            _log.warning(
+                "grpo_fast reward_func failed on %d sample(s), rewarding 0: %s: %s",
+                n,
+                type(exc).__name__,
+                exc,
+            )
+            return self._failed(n)
+
+    def score(
+        self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any]
+    ) -> dict[str, Any]:
+        """The scoring itself: raises :class:`~grpo_fast.InvalidInputError` on bad input."""
         import torch
 
         responses = responses_of(queries, prompts)
-        golds = None if labels is None else [None if g is None else str(g) for g in labels]
+        if isinstance(labels, str):
+            raise InvalidInputError("labels must be a list (one label per query), not one str")
+        golds = (
+            None
+            if labels is None
+            else [None if g is None else _label(i, g) for i, g in enumerate(labels)]
+        )
         if golds is not None and len(golds) != len(responses):
             raise InvalidInputError(
                 f"labels has {len(golds)} entries but there are {len(responses)} queries"
             )
-        scored = compiled.score_batch(responses, golds)
+        scored = self.compiled.score_batch(responses, golds)
         total = scored.total
         unscorable = np.isnan(total)
         rewards = torch.from_numpy(np.where(unscorable, 0.0, total).astype(np.float32))
-        col = scored.columns[success]
-        scores = torch.from_numpy(np.clip(np.nan_to_num(col, nan=0.0), 0.0, 1.0))
+        col = scored.columns[self.success_column]
+        scores = torch.from_numpy(np.clip(np.nan_to_num(col, nan=0.0), 0.0, 1.0).astype(np.float32))
         extra = {
-            name: torch.from_numpy(np.nan_to_num(c, nan=0.0)) for name, c in scored.columns.items()
+            name: torch.from_numpy(np.nan_to_num(c, nan=0.0).astype(np.float32))
+            for name, c in scored.columns.items()
         }
         extra["unscorable"] = torch.from_numpy(unscorable.astype(np.float32))
+        extra["reward_error"] = torch.zeros(len(responses), dtype=torch.float32)
         return {"rewards": rewards, "scores": scores, "extra_logs": extra}
 
-    return reward_func
+    def _failed(self, n: int) -> dict[str, Any]:
+        import torch
+
+        zeros = torch.zeros(n, dtype=torch.float32)
+        extra = {name: zeros.clone() for name in self.compiled.names}
+        extra["unscorable"] = zeros.clone()
+        extra["reward_error"] = torch.ones(n, dtype=torch.float32)
+        return {"rewards": zeros.clone(), "scores": zeros.clone(), "extra_logs": extra}
 
 
-reward_func = make_reward_func()
-reward_func.__doc__ = """OpenRLHF's ``reward_func(queries, prompts, labels)``: 1.0 when the
-response's final answer equals the label (:class:`grpo_fast.rewards.MathReward`), else 0.0.
+def _length(queries: Any) -> int:
+    if isinstance(queries, str):
+        return 1
+    try:
+        return max(len(queries), 1)
+    except TypeError:
+        return 1
 
-Examples
---------
->>> out = reward_func(["Q: 6*7? A: \\\\boxed{42}", "Q: 6*7? A: 41"], ["Q: 6*7?"] * 2, ["42", "42"])
->>> out["rewards"].tolist(), out["scores"].tolist(), sorted(out["extra_logs"])
-([1.0, 0.0], [1.0, 0.0], ['math', 'unscorable'])
-"""
+
+def _label(i: int, g: Any) -> str:
+    if isinstance(g, str):
+        return g
+    if isinstance(g, (int, float, np.integer, np.floating)) and not isinstance(g, bool):
+        return str(g)
+    raise InvalidInputError(f"labels[{i}] is {type(g).__name__}; expected a str (or a number)")
+
+
+def make_reward_func(*specs: _rewards.RewardSpec, success_column: str | None = None) -> RewardFunc:
+    """An OpenRLHF ``reward_func`` scoring the given specs (weighted, summed) in Rust.
+
+    See :class:`RewardFunc`; with no specs, :class:`grpo_fast.rewards.MathReward`.
+    """
+    return RewardFunc(specs, success_column)
+
+
+#: The module's ``reward_func``: :class:`grpo_fast.rewards.MathReward`, 1.0 when the
+#: response's final answer equals the label, else 0.0.
+reward_func: RewardFunc
+if __name__ == "grpo_fast.integrations.openrlhf":
+    reward_func = make_reward_func()
+else:
+    # Loaded from its file (OpenRLHF's loader names the module "reward_func"): use the
+    # package module's object, whose class pickles by its importable name.
+    from grpo_fast.integrations.openrlhf import reward_func

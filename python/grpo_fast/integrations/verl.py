@@ -31,41 +31,56 @@ float32, so e.g. three scores of 0.3 can leave a residue of ~1e-8 that its
 ``epsilon`` of 1e-6 blows up to ~0.01), and a NaN score is unscorable: it gets
 0 and stays out of its group's statistics (verl spreads the NaN over the group).
 
-When verl is importable, importing this module also registers the estimators
-in verl's registry as ``grpo_fast_grpo``, ``grpo_fast_grpo_vectorized``,
-``grpo_fast_rloo``, ``grpo_fast_rloo_vectorized``,
+Registration: the ``verl.plugins`` entry point of this package (verl imports
+every such entry point in ``import verl``, so in the driver that runs
+``compute_advantage`` and in every Ray worker) imports this module, which
+registers the estimators in verl's registry as ``grpo_fast_grpo``,
+``grpo_fast_grpo_vectorized``, ``grpo_fast_rloo``, ``grpo_fast_rloo_vectorized``,
 ``grpo_fast_reinforce_plus_plus_baseline`` and ``grpo_fast_grpo_passk``
-(``algorithm.adv_estimator=grpo_fast_grpo``). verl hands a registered estimator
-only ``token_level_rewards``, ``response_mask``, ``index`` and ``config``, so
-the registered GRPO variants read ``norm_adv_by_std_in_grpo`` from ``config``.
+(``algorithm.adv_estimator=grpo_fast_grpo``), and the reward manager
+:data:`GrpoFastRewardManager` in verl's reward-loop registry as ``grpo_fast``
+(``reward.reward_manager.name=grpo_fast``). Without the installed entry point,
+``VERL_USE_EXTERNAL_MODULES=grpo_fast.integrations.verl`` does the same.
+verl's trainer hands a registered estimator only ``token_level_rewards``,
+``response_mask``, ``index`` and ``config``: ``grpo_fast_grpo`` reads
+``norm_adv_by_std_in_grpo`` from ``config`` (as verl's trainer does for
+``grpo``), ``grpo_fast_grpo_vectorized`` does not (verl's ``grpo_vectorized``
+always divides by the std under the trainer).
 
 Reward functions
 ----------------
-:func:`compute_score` (verl's ``NaiveRewardManager`` form) and
-:func:`compute_score_batch` (``BatchRewardManager``) are loadable through verl's
-``custom_reward_function`` config (verl 0.9 keys; the file path of this module
-works as well as ``pkg://``)::
+:func:`compute_score` (verl's ``custom_reward_function`` form) and
+:func:`compute_score_batch` score with verl's conventions per ``data_source``
+(:func:`convention`: gsm8k's ``####`` line, MATH's ``\\boxed{}``, math_dapo's
+-1 for a wrong answer), grpo-fast's equality, and ``judge="grpo_fast"`` as the
+named option for grpo-fast's extraction of any answer form::
 
     reward.custom_reward_function.path=pkg://grpo_fast.integrations.verl
     reward.custom_reward_function.name=compute_score
 
-No signals are used, so ``compute_score`` also runs in the executor threads of
-verl's reward loop (math-verify's ``signal.alarm`` timeouts cannot).
+No signals are used, so they run in the executor threads of verl's reward
+loop (math-verify's ``signal.alarm`` timeouts cannot). The reward manager
+scores the samples verl's ``RewardLoopWorker`` hands it one by one in one
+Rust call per batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from grpo_fast.advantages import broadcast_to_tokens, compute_advantages
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.verify import verify_batch
+from grpo_fast.verify import extract_answer, verify_batch
 
 __all__ = [
+    "JUDGES",
     "REGISTERED_NAMES",
+    "REWARD_MANAGER_NAME",
+    "Convention",
+    "GrpoFastRewardManager",
     "compute_grpo_outcome_advantage",
     "compute_grpo_passk_outcome_advantage",
     "compute_grpo_vectorized_outcome_advantage",
@@ -74,7 +89,10 @@ __all__ = [
     "compute_rloo_vectorized_outcome_advantage",
     "compute_score",
     "compute_score_batch",
+    "convention",
     "register_verl_estimators",
+    "register_verl_reward_manager",
+    "score_items",
 ]
 
 
@@ -296,53 +314,247 @@ def _golds(ground_truths: Sequence[Any]) -> tuple[list[str | None], list[int]]:
     return flat, owner
 
 
+#: The values of ``judge``: ``"verl"`` (verl's answer format per ``data_source``)
+#: and ``"grpo_fast"`` (any answer form grpo-fast extracts, for every source).
+JUDGES = ("verl", "grpo_fast")
+
+_GSM8K_SOURCES = frozenset({"openai/gsm8k"})
+_MATH_SOURCES = frozenset(
+    {"lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500"}
+)
+_DAPO_SOURCES = frozenset({"math_dapo", "math", "math_dapo_reasoning"})
+_PRIME_SOURCES = frozenset(
+    {
+        "numina_aops_forum",
+        "numina_synthetic_math",
+        "numina_amc_aime",
+        "numina_synthetic_amc",
+        "numina_cn_k12",
+        "numina_olympiads",
+    }
+)
+# Sources verl scores with something other than a final-answer check (code in a
+# sandbox, geometry3k's format bonus, search-R1's exact match): handed to verl's
+# own default_compute_score, one item at a time.
+_VERL_ONLY_SOURCES = frozenset(
+    {
+        "codecontests",
+        "apps",
+        "codeforces",
+        "taco",
+        "hiyouga/geometry3k",
+        "searchR1_nq",
+        "searchR1_triviaqa",
+        "searchR1_popqa",
+        "searchR1_hotpotqa",
+        "searchR1_2wikimultihopqa",
+        "searchR1_musique",
+        "searchR1_bamboogle",
+    }
+)
+
+
+class Convention(NamedTuple):
+    """How one ``data_source`` is scored: the extraction rules and the wrong-answer score.
+
+    ``rules`` None is grpo-fast's full extraction priority; ``wrong`` is the
+    score of a wrong (or unanswered) response; a right one scores 1.0.
+    ``returns_dict``: verl's scorer for the source returns ``{"score", "acc",
+    "pred"}`` rather than a float. ``delegate``: verl's own scorer decides
+    (a source verl scores otherwise than by its final answer). ``clip``: only
+    the last ``clip`` characters of a response are read, as verl's scorer does.
+    """
+
+    rules: tuple[str, ...] | None
+    wrong: float = 0.0
+    returns_dict: bool = False
+    delegate: bool = False
+    clip: int | None = None
+
+
+_GRPO_FAST = Convention(None)
+_DELEGATE = Convention(None, returns_dict=True, delegate=True)
+
+
+def convention(data_source: Any, judge: str = "verl") -> Convention:
+    """The scoring convention of ``data_source`` under ``judge``.
+
+    With ``judge="verl"`` (the default) the answer must be written the way
+    verl's own scorer for the source reads it: ``openai/gsm8k`` only from the
+    ``#### <answer>`` line in the last 300 characters; the MATH sources
+    (``lighteval/MATH``, ``DigitalLearningGmbH/MATH-lighteval``,
+    ``HuggingFaceH4/MATH-500``) only from ``\\boxed{}``; ``math_dapo``,
+    ``math``, ``math_dapo_reasoning`` and ``aime*`` from the last ``Answer:``
+    line, else ``\\boxed{}``, in the last 300 characters, with a wrong answer
+    at -1.0 (verl's ``math_dapo``). ``numina_*`` (verl's lenient
+    ``prime_math``) and sources verl does not know use grpo-fast's extraction;
+    code, ``hiyouga/geometry3k`` and the ``searchR1_*`` sources go to verl's
+    own scorer. With ``judge="grpo_fast"`` every answer source uses
+    grpo-fast's extraction over the whole response (so ``So the answer is
+    72.`` counts for gsm8k); the wrong-answer score stays the source's.
+    Equality is grpo-fast's under both (``12.0`` equals ``12``, where verl
+    compares normalised strings).
+
+    Examples
+    --------
+    >>> convention("openai/gsm8k")
+    Convention(rules=('gsm8k',), wrong=0.0, returns_dict=False, delegate=False, clip=300)
+    >>> convention("aime_2024", judge="grpo_fast")
+    Convention(rules=None, wrong=-1.0, returns_dict=True, delegate=False, clip=None)
+    """
+    if judge not in JUDGES:
+        raise InvalidInputError(f"judge must be one of {JUDGES}, not {judge!r}")
+    source = data_source if isinstance(data_source, str) else ""
+    if source in _VERL_ONLY_SOURCES:
+        return _DELEGATE
+    if source in _DAPO_SOURCES or source.startswith("aime"):
+        rules: tuple[str, ...] | None = ("answer_colon", "boxed")
+        if judge == "verl":
+            return Convention(rules, wrong=-1.0, returns_dict=True, clip=300)
+        return Convention(None, wrong=-1.0, returns_dict=True)
+    if judge == "grpo_fast":
+        return _GRPO_FAST
+    if source in _GSM8K_SOURCES:
+        return Convention(("gsm8k",), clip=300)
+    if source in _MATH_SOURCES:
+        return Convention(("boxed",))
+    return _GRPO_FAST
+
+
+def _verl_default_score(data_source: Any, solution: str, gold: Any, extra_info: Any) -> Any:
+    from verl.utils.reward_score import default_compute_score
+
+    return default_compute_score(data_source, solution, gold, extra_info)
+
+
+def _as_score(result: Any) -> float:
+    return float(result["score"]) if isinstance(result, dict) else float(result)
+
+
+def _matched(
+    golds: list[Any], preds: list[str], rules: Sequence[str] | None, rel_tol: float
+) -> np.ndarray:
+    """1.0 / 0.0 per item (any of a list of acceptable golds), one Rust call."""
+    flat, owner = _golds(golds)
+    if len(flat) == len(preds):
+        return verify_batch(flat, preds, rel_tol=rel_tol, rules=rules).astype(np.float64)
+    hits = verify_batch(flat, [preds[i] for i in owner], rel_tol=rel_tol, rules=rules)
+    best = np.zeros(len(preds), dtype=np.float64)
+    np.maximum.at(best, np.asarray(owner, dtype=np.int64), hits)
+    return best
+
+
+def score_items(
+    data_sources: Sequence[Any] | None,
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Any] | None = None,
+    *,
+    judge: str = "verl",
+    rel_tol: float = 1e-6,
+    rules: Sequence[str] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """Score a batch under verl's conventions: ``(scores, correct, delegated)``.
+
+    One :func:`grpo_fast.verify_batch` call per distinct convention in the
+    batch (one for a single-source batch). ``delegated[i]`` is verl's own
+    result for a source only verl scores (None elsewhere). ``rules`` replaces
+    every source's extraction rules.
+    """
+    preds = list(solution_strs)
+    golds = list(ground_truths)
+    n = len(preds)
+    if len(golds) != n:
+        raise InvalidInputError(f"solution_strs has {n} entries but ground_truths has {len(golds)}")
+    for i, p in enumerate(preds):
+        if not isinstance(p, str):
+            raise InvalidInputError(f"solution_strs[{i}] must be a str, not {type(p).__name__}")
+    sources = [None] * n if data_sources is None else list(data_sources)
+    if len(sources) != n:
+        raise InvalidInputError(f"data_sources has {len(sources)} entries but there are {n} items")
+    infos = [None] * n if extra_infos is None else list(extra_infos)
+    override = None if rules is None else tuple(rules)
+    by_convention: dict[Convention, list[int]] = {}
+    memo: dict[Any, Convention] = {}
+    for i, src in enumerate(sources):
+        key = src if isinstance(src, str) else None
+        conv = memo.get(key)
+        if conv is None:
+            conv = memo[key] = convention(src, judge)
+        by_convention.setdefault(conv, []).append(i)
+    scores = np.zeros(n, dtype=np.float64)
+    correct = np.zeros(n, dtype=bool)
+    delegated: list[Any] = [None] * n
+    for conv, items in by_convention.items():
+        if conv.delegate:
+            for i in items:
+                result = _verl_default_score(sources[i], preds[i], golds[i], infos[i])
+                delegated[i] = result
+                scores[i] = _as_score(result)
+                correct[i] = (
+                    bool(result.get("acc", scores[i] > 0))
+                    if isinstance(result, dict)
+                    else scores[i] > 0
+                )
+            continue
+        use = override if override is not None else conv.rules
+        texts = [preds[i] for i in items]
+        if conv.clip is not None:
+            texts = [t[-conv.clip :] for t in texts]
+        hit = _matched([golds[i] for i in items], texts, use, rel_tol) > 0
+        idx = np.asarray(items, dtype=np.int64)
+        correct[idx] = hit
+        scores[idx] = np.where(hit, 1.0, conv.wrong)
+    return scores, correct, delegated
+
+
 def compute_score_batch(
     data_sources: Sequence[Any] | None = None,
     solution_strs: Sequence[str] | None = None,
     ground_truths: Sequence[Any] | None = None,
     extra_infos: Sequence[Any] | None = None,
     *,
+    judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[float]:
-    """The batch reward verl's ``BatchRewardManager`` calls: one score per response.
+    """One score per response, with verl's conventions per ``data_source``.
 
-    1.0 when the response's final answer equals the ground truth
-    (:func:`grpo_fast.verify_batch`, in Rust across threads), else 0.0 — also
-    0.0 for a ground truth without a usable answer, since verl would spread a
-    NaN into the advantages. A list of acceptable answers as a ground truth
-    scores 1.0 when any matches. ``data_sources`` and ``extra_infos`` are
-    accepted and not needed: every source is scored as a final answer.
-    ``rel_tol`` and ``rules`` (extraction rules) can be set through verl's
-    ``custom_reward_function.reward_kwargs``.
+    1.0 when the response's final answer, written as verl's scorer for the
+    source reads it (see :func:`convention`), equals the ground truth
+    (:func:`grpo_fast.verify_batch`, in Rust across threads); else the
+    source's wrong-answer score (0.0; -1.0 for ``math_dapo``, ``math``,
+    ``math_dapo_reasoning`` and ``aime*``). A ground truth without a usable
+    answer scores as wrong, since verl would spread a NaN into the
+    advantages; a list of acceptable answers scores 1.0 when any matches.
+    ``judge="grpo_fast"`` accepts any answer form grpo-fast extracts;
+    ``judge``, ``rel_tol`` and ``rules`` (extraction rules for every source)
+    can be set through verl's ``custom_reward_function.reward_kwargs``.
 
     Examples
     --------
     >>> compute_score_batch(
-    ...     data_sources=["openai/gsm8k"] * 2,
-    ...     solution_strs=["so she pays 3 * 4 = 12.\\n#### 12", "#### 13"],
-    ...     ground_truths=["12", "12"],
-    ...     extra_infos=[{}, {}],
+    ...     data_sources=["openai/gsm8k"] * 3,
+    ...     solution_strs=["so she pays 3 * 4 = 12.\\n#### 12", "#### 13", "So she pays 12."],
+    ...     ground_truths=["12", "12", "12"],
     ... )
-    [1.0, 0.0]
+    [1.0, 0.0, 0.0]
+    >>> compute_score_batch(["openai/gsm8k"], ["So she pays 12."], ["12"], judge="grpo_fast")
+    [1.0]
     """
     if solution_strs is None or ground_truths is None:
         raise InvalidInputError("compute_score_batch needs solution_strs and ground_truths")
-    preds = list(solution_strs)
-    golds = list(ground_truths)
-    if len(preds) != len(golds):
-        raise InvalidInputError(
-            f"solution_strs has {len(preds)} entries but ground_truths has {len(golds)}"
-        )
-    flat, owner = _golds(golds)
-    if len(flat) == len(preds):
-        scores = verify_batch(flat, preds, rel_tol=rel_tol, rules=rules)
-        return [float(x) for x in scores.tolist()]
-    matched = verify_batch(flat, [preds[i] for i in owner], rel_tol=rel_tol, rules=rules)
-    best = np.zeros(len(preds), dtype=np.float32)
-    np.maximum.at(best, np.asarray(owner, dtype=np.int64), matched)
-    return [float(x) for x in best.tolist()]
+    scores, _, _ = score_items(
+        data_sources,
+        solution_strs,
+        ground_truths,
+        extra_infos,
+        judge=judge,
+        rel_tol=rel_tol,
+        rules=rules,
+    )
+    return [float(x) for x in scores.tolist()]
 
 
 def compute_score(
@@ -355,32 +567,57 @@ def compute_score(
     solution_strs: Sequence[str] | None = None,
     ground_truths: Sequence[Any] | None = None,
     extra_infos: Sequence[Any] | None = None,
+    judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)``.
 
-    1.0 when the final answer of ``solution_str`` equals ``ground_truth``, else
-    0.0 (see :func:`compute_score_batch`). Called with verl's batch keywords
-    (``solution_strs=``, ``ground_truths=``, ...), as ``BatchRewardManager``
-    does, it returns the list of scores, so the one name serves both reward
-    managers.
+    The score of :func:`compute_score_batch` for one response, returned the
+    way verl's scorer for the source returns it: a float, or for the
+    ``math_dapo`` family ``{"score": 1.0 or -1.0, "acc": bool, "pred": str}``.
+    Called with verl's batch keywords (``solution_strs=``, ...) it returns
+    the list of float scores.
 
     Examples
     --------
     >>> compute_score("lighteval/MATH", r"so \\boxed{\\frac{1}{2}}", r"\\frac12")
     1.0
+    >>> compute_score("math_dapo", "Answer: 7", "8")
+    {'score': -1.0, 'acc': False, 'pred': '7'}
     """
     if solution_strs is not None or ground_truths is not None:
         return compute_score_batch(
-            data_sources, solution_strs, ground_truths, extra_infos, rel_tol=rel_tol, rules=rules
+            data_sources,
+            solution_strs,
+            ground_truths,
+            extra_infos,
+            judge=judge,
+            rel_tol=rel_tol,
+            rules=rules,
         )
     if not isinstance(solution_str, str):
         raise InvalidInputError(f"solution_str must be a str, not {type(solution_str).__name__}")
-    return compute_score_batch(
-        [data_source], [solution_str], [ground_truth], [extra_info], rel_tol=rel_tol, rules=rules
-    )[0]
+    scores, correct, delegated = score_items(
+        [data_source],
+        [solution_str],
+        [ground_truth],
+        [extra_info],
+        judge=judge,
+        rel_tol=rel_tol,
+        rules=rules,
+    )
+    if delegated[0] is not None:
+        return delegated[0]
+    conv = convention(data_source, judge)
+    if conv.returns_dict:
+        use = rules if rules is not None else conv.rules
+        text = solution_str if conv.clip is None else solution_str[-conv.clip :]
+        found = extract_answer(text, rules=use)
+        pred = found.answer if found is not None else "[INVALID]"
+        return {"score": float(scores[0]), "acc": bool(correct[0]), "pred": pred}
+    return float(scores[0])
 
 
 def _norm_from_config(config: Any, default: bool = True) -> bool:
@@ -404,11 +641,28 @@ def _registered_grpo(
     )
 
 
+def _registered_grpo_vectorized(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any = None,
+    epsilon: float = 1e-6,
+    norm_adv_by_std_in_grpo: bool = True,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    # verl's trainer calls a registered estimator with rewards, mask, index and
+    # config only, and verl's grpo_vectorized does not read config: under verl it
+    # always divides by the std. The same here, under its name.
+    return compute_grpo_outcome_advantage(
+        token_level_rewards, response_mask, index, epsilon, norm_adv_by_std_in_grpo, config
+    )
+
+
 _rfpp = compute_reinforce_plus_plus_baseline_outcome_advantage
 
 REGISTERED_NAMES = {
     "grpo_fast_grpo": _registered_grpo,
-    "grpo_fast_grpo_vectorized": _registered_grpo,
+    "grpo_fast_grpo_vectorized": _registered_grpo_vectorized,
     "grpo_fast_rloo": compute_rloo_outcome_advantage,
     "grpo_fast_rloo_vectorized": compute_rloo_vectorized_outcome_advantage,
     "grpo_fast_reinforce_plus_plus_baseline": _rfpp,
@@ -435,6 +689,178 @@ def register_verl_estimators() -> bool:
     return True
 
 
+REWARD_MANAGER_NAME = "grpo_fast"
+
+#: verl's reward-loop manager class (``reward.reward_manager.name=grpo_fast``),
+#: created when verl's reward loop is importable; None otherwise.
+GrpoFastRewardManager: Any = None
+
+
+def _reward_options(compute_score: Any) -> dict[str, Any]:
+    """The scoring options a reward manager was handed, through verl's config.
+
+    verl hands a manager either its own ``default_compute_score`` (no
+    ``custom_reward_function.path``) or ``partial(_call_with_kwargs, fn,
+    reward_kwargs)`` for a custom one: this module's ``compute_score`` (or
+    ``compute_score_batch``) passes its ``reward_kwargs`` on, anything else is
+    refused rather than silently not called.
+    """
+    if compute_score is None:
+        return {}
+    func = getattr(compute_score, "func", None)
+    args = getattr(compute_score, "args", ())
+    if getattr(compute_score, "__name__", None) == "default_compute_score":
+        return {}
+    if func is not None and len(args) == 2 and callable(args[0]):
+        raw, extra = args
+        if getattr(raw, "__name__", None) in ("compute_score", "compute_score_batch") and (
+            getattr(raw, "__module__", "").endswith("grpo_fast.integrations.verl")
+            or getattr(raw, "__code__", None) is not None
+            and raw.__code__.co_filename.endswith(("integrations/verl.py", "integrations\\verl.py"))
+        ):
+            options = dict(extra)
+            unknown = sorted(set(options) - {"judge", "rel_tol", "rules"})
+            if unknown:
+                raise InvalidInputError(
+                    f"reward_kwargs {unknown} are not options of the grpo_fast reward manager "
+                    "(judge, rel_tol, rules)"
+                )
+            if "judge" in options:
+                convention(None, options["judge"])  # validates
+            return options
+    raise InvalidInputError(
+        "the grpo_fast reward manager scores with grpo-fast; leave "
+        "reward.custom_reward_function.path unset (or point it at "
+        "pkg://grpo_fast.integrations.verl) — for another scorer use reward_manager.name=naive"
+    )
+
+
+def _decode(tokenizer: Any, ids: list[list[int]]) -> list[str]:
+    """``tokenizer.decode(x, skip_special_tokens=True)`` for each, as verl's managers decode.
+
+    A fast tokenizer without the clean-up of tokenization spaces decodes the
+    batch in one call of its Rust backend (the same strings).
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and not getattr(tokenizer, "clean_up_tokenization_spaces", True):
+        texts: list[str] = backend.decode_batch(ids, skip_special_tokens=True)
+        return texts
+    return [tokenizer.decode(x, skip_special_tokens=True) for x in ids]
+
+
+def _make_reward_manager() -> Any:
+    import asyncio
+
+    from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+
+    class _GrpoFastRewardManager(RewardManagerBase):  # type: ignore[misc, valid-type]
+        """verl reward-loop manager that scores concurrent samples in one Rust call.
+
+        verl's ``RewardLoopWorker`` calls ``run_single`` once per sample, all
+        of a chunk at once (and once per finished rollout in the streaming
+        agent loop). Each call queues its sample; the samples queued by one
+        turn of the event loop are decoded and scored together, off the loop,
+        in one :func:`score_items` call (one ``verify_batch`` per convention),
+        while later arrivals queue for the next call. Scores follow verl's
+        conventions per ``data_source`` (:func:`convention`); options come
+        from ``reward.custom_reward_function.reward_kwargs`` when ``path`` is
+        ``pkg://grpo_fast.integrations.verl``.
+        """
+
+        def __init__(
+            self,
+            config: Any,
+            tokenizer: Any,
+            compute_score: Any,
+            reward_router_address: Any = None,
+            reward_model_tokenizer: Any = None,
+            **kwargs: Any,
+        ) -> None:
+            options = _reward_options(compute_score)  # refuse before verl makes an event loop
+            super().__init__(config, tokenizer, compute_score)
+            self.options = options
+            self._pending: list[tuple[Any, Any]] = []
+            self._busy = False
+
+        async def run_single(self, data: Any) -> dict[str, Any]:
+            loop = asyncio.get_running_loop()
+            # Several outputs of one session: the last is scored, as verl's managers do.
+            # Read from the columns, without building DataProto items.
+            ids = data.batch["responses"][-1]
+            length = int(data.batch["attention_mask"][-1][-ids.shape[-1] :].sum())
+            extra = data.non_tensor_batch
+            record = (
+                ids[:length].tolist(),
+                extra["data_source"][-1],
+                extra["reward_model"][-1]["ground_truth"],
+                extra["extra_info"][-1] if "extra_info" in extra else None,
+            )
+            future = loop.create_future()
+            self._pending.append((record, future))
+            if not self._busy:
+                self._busy = True
+                loop.call_soon(self._start, loop)
+            result: dict[str, Any] = await future
+            return result
+
+        def _start(self, loop: Any) -> None:
+            batch, self._pending = self._pending, []
+            loop.create_task(self._score(loop, batch))
+
+        async def _score(self, loop: Any, batch: list[tuple[Any, Any]]) -> None:
+            try:
+                results = await loop.run_in_executor(None, self._score_sync, [r for r, _ in batch])
+                for (_, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+            except Exception as exc:  # every waiting sample sees the error
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+            finally:
+                if self._pending:
+                    self._start(loop)
+                else:
+                    self._busy = False
+
+        def _score_sync(self, records: list[Any]) -> list[dict[str, Any]]:
+            texts = _decode(self.tokenizer, [r[0] for r in records])
+            scores, correct, _ = score_items(
+                [r[1] for r in records],
+                texts,
+                [r[2] for r in records],
+                [r[3] for r in records],
+                **self.options,
+            )
+            return [
+                {"reward_score": float(s), "reward_extra_info": {"acc": float(c)}}
+                for s, c in zip(scores.tolist(), correct.tolist(), strict=True)
+            ]
+
+    _GrpoFastRewardManager.__name__ = _GrpoFastRewardManager.__qualname__ = "GrpoFastRewardManager"
+    return _GrpoFastRewardManager
+
+
+def register_verl_reward_manager() -> bool:
+    """Register :data:`GrpoFastRewardManager` in verl's reward-loop registry as ``grpo_fast``.
+
+    False when verl's reward loop is not importable. A name already
+    registered (by another copy of this module) is left as it is.
+    """
+    global GrpoFastRewardManager
+    try:
+        from verl.experimental.reward_loop.reward_manager import registry
+    except ImportError:
+        return False
+    if REWARD_MANAGER_NAME in registry.REWARD_MANAGER:
+        GrpoFastRewardManager = registry.REWARD_MANAGER[REWARD_MANAGER_NAME]
+        return True
+    if GrpoFastRewardManager is None:
+        GrpoFastRewardManager = _make_reward_manager()
+    registry.register(REWARD_MANAGER_NAME)(GrpoFastRewardManager)
+    return True
+
+
 def _verl_installed() -> bool:
     import importlib.util
 
@@ -444,5 +870,20 @@ def _verl_installed() -> bool:
         return False
 
 
+def _register_all() -> None:
+    """Registration on import: by verl's ``verl.plugins`` entry point in every
+    process that imports verl, or by importing this module. verl swallows a
+    plugin's errors (logged at DEBUG), so failures are logged here as warnings."""
+    import logging
+
+    for register in (register_verl_estimators, register_verl_reward_manager):
+        try:
+            register()
+        except Exception as exc:  # pragma: no cover - depends on the installed verl
+            logging.getLogger(__name__).warning(
+                "grpo_fast: %s failed: %s: %s", register.__name__, type(exc).__name__, exc
+            )
+
+
 if _verl_installed():
-    register_verl_estimators()
+    _register_all()
