@@ -85,7 +85,8 @@ def _run_trl(args) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpo_fast.trainer import TrainerConfig, load_tasks
+    from grpo_fast.data import read_tasks as load_tasks
+    from grpo_fast.trainer import TrainerConfig
     from grpo_fast.verify import verify_batch
 
     defaults = TrainerConfig()
