@@ -7,9 +7,9 @@ run stops before it loads a model rather than an hour into training.
 
 Examples
 --------
->>> import io, tempfile, os
->>> path = os.path.join(tempfile.mkdtemp(), "t.jsonl")
->>> _ = open(path, "w").write('{"prompt": "1+1=", "answer": 2}\\n')
+>>> import tempfile
+>>> path = Path(tempfile.mkdtemp()) / "t.jsonl"
+>>> _ = path.write_text('{"prompt": "1+1=", "answer": 2}\\n')
 >>> read_tasks(path)
 [{'prompt': '1+1=', 'answer': '2'}]
 """
