@@ -283,3 +283,31 @@ def test_flag_types_optional_literal_and_repeated():
     assert check_value("x", str | None, None) is None
     with pytest.raises(ValueError, match="x must be true or false, got 1"):
         check_value("x", bool, 1)
+
+
+def test_rewards_from_a_config_file_table_and_a_dotted_path(tmp_path):
+    from grpo_fast import rewards
+    from grpo_fast.cli import config_from_file
+    from grpo_fast.integrations.trl import think_format_reward
+    from grpo_fast.rollout import RunRewards
+    from grpo_fast.trainer import TrainerConfig
+
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'reward = ["math", {name = "format", pattern = "^\\\\d+$", weight = 0.5},\n'
+        '          "grpo_fast.integrations.trl.think_format_reward:0.25"]\n'
+    )
+    cfg = TrainerConfig.from_dict(config_from_file(str(config), TrainerConfig))
+    run = RunRewards.build(cfg.reward)
+    assert run.names == ("math", "format", "think_format_reward")
+    texts = ["12", "<think>x</think>12", "x"]
+    got = run.score(texts, [{"answer": "12"}] * 3)
+    direct = rewards.combine(
+        rewards.MathReward(), rewards.FormatReward(r"^\d+$", weight=0.5)
+    ).score_batch(texts, golds="12")
+    trl = np.array(think_format_reward(texts), np.float32)
+    np.testing.assert_array_equal(got.columns["math"], direct.columns["math"])
+    np.testing.assert_array_equal(got.columns["format"], direct.columns["format"])
+    np.testing.assert_array_equal(got.columns["think_format_reward"], trl)
+    np.testing.assert_allclose(got.total, direct.total + 0.25 * trl)
+    assert TrainerConfig(reward="exact").reward == ("exact",)

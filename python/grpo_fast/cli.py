@@ -122,6 +122,15 @@ def check_value(name: str, hint: Any, value: Any) -> Any:
     raise _bad(name, hint, value)
 
 
+class _Repeat(argparse.Action):
+    """``append`` whose first use replaces the default instead of adding to it."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        items = getattr(namespace, self.dest, None)
+        items = [] if items is None or items is self.default else items
+        setattr(namespace, self.dest, [*items, values])
+
+
 def _type_converter(name: str, hint: Any) -> Any:
     def convert(text: str) -> Any:
         try:
@@ -151,7 +160,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             parser.add_argument(_flag(f.name), action=argparse.BooleanOptionalAction, **kw)
             continue
         if typing.get_origin(hint) is tuple:
-            kw.update(action="append", metavar=f.name.upper())
+            kw.update(action="append", metavar=f.metadata.get("metavar", f.name.upper()))
             hint = str  # one element's text
         else:
             literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
@@ -208,8 +217,6 @@ def _train(args: argparse.Namespace) -> int:
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "config", "func")}
-    if "reward" in flags:
-        flags["reward"] = tuple(flags["reward"])
     cfg = TrainerConfig.from_dict({**values, **flags})
     trainer = Trainer(cfg)
     if trainer.is_main:
@@ -235,7 +242,7 @@ def _score(args: argparse.Namespace) -> int:
     from grpo_fast.rollout import RunRewards
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
-    rewards = RunRewards.build(args.reward or ["math"])
+    rewards = RunRewards.build(args.reward)
     rows = read_jsonl(
         args.input, [group_col], "input", text_columns=[comp_col], answer_columns=[ans_col]
     )
@@ -303,7 +310,7 @@ def _eval(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"model directory {args.model!r} is not readable: expected config.json in it"
         )
-    rewards = RunRewards.build(args.reward or ["math"], max_new_tokens=args.max_new_tokens)
+    rewards = RunRewards.build(args.reward, max_new_tokens=args.max_new_tokens)
     rows = read_tasks(args.data, "data")[: args.limit or None]
     transformers.set_seed(args.seed)
     tok = load_tokenizer(args.model)
@@ -356,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{train,score,eval}")
     reward_help = (
         "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
-        "import path (default: math)"
+        "import path"
     )
 
     # The train flags print their own defaults (they are left unset so a config file can
@@ -379,7 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
     sc.add_argument("input", help="JSONL with completion, answer and group columns ('-': stdin)")
     sc.add_argument("--output", "-o", default="-", help="output JSONL ('-': stdout)")
-    sc.add_argument("--reward", action="append", metavar="NAME[:WEIGHT]", help=reward_help)
+    sc.add_argument(
+        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+    )
     sc.add_argument("--completion-column", default="completion", help="the completions (strings)")
     sc.add_argument("--answer-column", default="answer", help="the gold answers")
     sc.add_argument("--group-column", default="prompt", help="rows with equal values form a group")
@@ -397,7 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--data", default=str(DATA_DIR / "addition_eval.jsonl"), help="JSONL of prompt, answer"
     )
-    ev.add_argument("--reward", action="append", metavar="NAME[:WEIGHT]", help=reward_help)
+    ev.add_argument(
+        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+    )
     ev.add_argument("-n", type=int, default=8, help="samples per prompt")
     ev.add_argument("-k", type=int, default=1, help="k of pass@k")
     ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")

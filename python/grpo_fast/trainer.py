@@ -88,10 +88,12 @@ class TrainerConfig:
     )
     reward: tuple[str | dict[str, Any], ...] = field(
         default=("math",),
-        metadata=_doc(
-            "reward NAME[:WEIGHT], repeatable (--reward math --reward format:0.5): math, exact, "
-            "choice, format, overlong, or a dotted path to a reward spec or TRL-style function"
-        ),
+        metadata={
+            "help": "reward NAME[:WEIGHT], repeatable (--reward math --reward format:0.5): math, "
+            "exact, choice, format, overlong, or a dotted path to a reward spec or TRL-style "
+            "function",
+            "metavar": "NAME[:WEIGHT]",
+        },
     )
     output_dir: str = field(
         default="runs/demo",
@@ -176,6 +178,13 @@ class TrainerConfig:
     progress: bool = field(default=True, metadata=_doc("show a progress bar"))
     plot: bool = field(default=True, metadata=_doc("write curves.png at each evaluation"))
 
+    def __post_init__(self) -> None:
+        # One reward given alone (``reward="math"``) is a list of one.
+        if isinstance(self.reward, (str, dict)):
+            self.reward = (self.reward,)
+        elif isinstance(self.reward, list):
+            self.reward = tuple(self.reward)
+
     def validate(self) -> None:
         """Raise :class:`InvalidInputError` saying what to fix."""
 
@@ -222,8 +231,6 @@ class TrainerConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise InvalidInputError(f"unknown trainer option(s) {unknown}; known: {sorted(known)}")
-        if isinstance(values.get("reward"), list):
-            values = {**values, "reward": tuple(values["reward"])}
         return cls(**values)
 
 
