@@ -311,3 +311,22 @@ def test_rewards_from_a_config_file_table_and_a_dotted_path(tmp_path):
     np.testing.assert_array_equal(got.columns["think_format_reward"], trl)
     np.testing.assert_allclose(got.total, direct.total + 0.25 * trl)
     assert TrainerConfig(reward="exact").reward == ("exact",)
+
+
+def test_toml_falls_back_to_tomli_without_tomllib(tmp_path, monkeypatch):
+    """Python 3.10 has no tomllib: the config reader uses the tomli backport."""
+    import types as _types
+
+    from grpo_fast.cli import config_from_file
+    from grpo_fast.trainer import TrainerConfig
+
+    tomllib = pytest.importorskip("tomllib")  # the real parser, to stand in for tomli
+    calls = []
+    fake = _types.ModuleType("tomli")
+    fake.loads = lambda text: calls.append(text) or tomllib.loads(text)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # import tomllib -> ModuleNotFoundError
+    monkeypatch.setitem(sys.modules, "tomli", fake)
+    config = tmp_path / "run.toml"
+    config.write_text("max_steps = 7\n")
+    assert config_from_file(str(config), TrainerConfig) == {"max_steps": 7}
+    assert calls == ["max_steps = 7\n"]
