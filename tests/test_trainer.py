@@ -361,3 +361,30 @@ def test_batch_take_and_concat_build_new_read_only_batches():
     with pytest.raises(AttributeError):
         sub.rewards = None  # type: ignore[misc]
     assert len(Batch.concat([], 2)) == 0
+
+
+@pytest.mark.parametrize("architecture", ["qwen2", "llama", "gpt2"])
+def test_prefix_shared_forward_equals_the_full_one(tiny_lm, architecture):
+    """modeling.completion_logprobs: the shared-prompt cache path, the full path and
+    one unpadded sequence at a time agree, on three architectures."""
+    from grpo_fast.modeling import completion_logprobs, decoder_of, pack, prefill_groups
+
+    model = tiny_lm(architecture).eval()
+    rng = np.random.default_rng(0)
+    G = 3
+    prompts = [rng.integers(2, 17, size=n).tolist() for n in (4, 2)]
+    prompt_ids = [p for p in prompts for _ in range(G)]
+    completion_ids = [rng.integers(2, 17, size=n).tolist() for n in (3, 1, 5, 2, 4, 4)]
+    packed = pack(prompt_ids, completion_ids, pad_token_id=0)
+    with torch.no_grad():
+        shared, _ = completion_logprobs(model, packed, group_size=G)
+        full, _ = completion_logprobs(model, packed, share_prompt_prefix=False)
+        ref = reference_logp(model, prompt_ids, completion_ids)
+        # The shared path really ran (it falls back to the full one when it cannot).
+        pre = prefill_groups(decoder_of(model), packed.prompt_ids, packed.prompt_mask, G)
+    assert pre is not None and pre.hidden.shape[0] == len(prompts)
+    mask = packed.completion_mask
+    for i, r in enumerate(ref):
+        np.testing.assert_allclose(shared[i][mask[i]].numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(full[i][mask[i]].numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+        assert (shared[i][~mask[i]] == 0).all()
