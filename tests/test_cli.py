@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -330,3 +331,14 @@ def test_toml_falls_back_to_tomli_without_tomllib(tmp_path, monkeypatch):
     config.write_text("max_steps = 7\n")
     assert config_from_file(str(config), TrainerConfig) == {"max_steps": 7}
     assert calls == ["max_steps = 7\n"]
+
+
+def test_a_runs_config_json_is_a_valid_config_file(tmp_path):
+    """config.json of a run reads back with --config (same options, same types)."""
+    from grpo_fast.cli import config_from_file
+    from grpo_fast.trainer import TrainerConfig
+
+    cfg = TrainerConfig(reward=("math", "format:0.5"), resume=None, eval_file=None)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dataclasses.asdict(cfg)))
+    assert TrainerConfig.from_dict(config_from_file(str(path), TrainerConfig)) == cfg
