@@ -228,11 +228,16 @@ def _train(args: argparse.Namespace) -> int:
         )
     history = trainer.train()
     if trainer.is_main:
-        evals = [(r["step"], r["eval_accuracy"]) for r in history if "eval_accuracy" in r]
+        evals = [
+            (r["step"], r["eval_accuracy"])
+            for r in history
+            if r.get("eval_accuracy") is not None and math.isfinite(r["eval_accuracy"])
+        ]
         if evals:
             (s0, a0), (s1, a1) = evals[0], evals[-1]
             print(f"held-out accuracy: {a0:.1%} at step {s0} -> {a1:.1%} at step {s1}")
-        print(f"metrics: {cfg.output_dir}/metrics.jsonl, curves: {cfg.output_dir}/curves.png")
+        curves = f", curves: {cfg.output_dir}/curves.png" if cfg.plot else ""
+        print(f"metrics: {cfg.output_dir}/metrics.jsonl{curves}")
     return 0
 
 
