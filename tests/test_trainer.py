@@ -388,3 +388,26 @@ def test_prefix_shared_forward_equals_the_full_one(tiny_lm, architecture):
         np.testing.assert_allclose(shared[i][mask[i]].numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(full[i][mask[i]].numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
         assert (shared[i][~mask[i]] == 0).all()
+
+
+def test_rows_given_in_python_are_checked_and_used(make_config):
+    from grpo_fast.errors import InvalidInputError
+
+    rows = [{"prompt": f"{a}+{a}=", "answer": 2 * a, "level": a % 3} for a in range(10, 30)]
+    seen = []
+
+    def level_seen(completions, level, **columns):
+        seen.extend(level)
+        return [0.0] * len(completions)
+
+    trainer = Trainer(
+        make_config(), train_rows=rows, eval_rows=rows[:4], rewards=["math", level_seen]
+    )
+    assert trainer.train_rows[0] == {"prompt": "10+10=", "answer": "20", "level": 1}
+    assert len(trainer.eval_rows) == 4
+    trainer.step()
+    by_prompt = {r["prompt"]: r["level"] for r in rows}
+    idx = trainer.last_batch.prompt_index
+    assert seen == [by_prompt[trainer.train_rows[i]["prompt"]] for i in idx for _ in range(4)]
+    with pytest.raises(InvalidInputError, match=r"train_rows\[1\]: 'answer' is null"):
+        Trainer(make_config(), train_rows=[rows[0], {"prompt": "1+1=", "answer": None}])

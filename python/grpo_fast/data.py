@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from grpo_fast.errors import InvalidInputError
 
-__all__ = ["DATA_DIR", "read_jsonl", "read_tasks"]
+__all__ = ["DATA_DIR", "check_tasks", "read_jsonl", "read_tasks"]
 
 #: The embedded demo: a tiny model (``tiny_adder``) and 2-digit addition prompts.
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -87,35 +87,63 @@ def read_jsonl(
                 raise InvalidInputError(f"{name}:{lineno}: not valid JSON ({e.msg})") from None
             if not isinstance(row, dict):
                 raise InvalidInputError(f"{name}:{lineno}: expected a JSON object per line")
-            missing = [c for c in need if c not in row]
-            if missing:
-                raise InvalidInputError(
-                    f"{name}:{lineno}: missing column(s) {missing}; each line needs {need}"
-                )
-            for c in text_columns:
-                if not isinstance(row[c], str):
-                    raise InvalidInputError(
-                        f"{name}:{lineno}: {c!r} must be a string, got {_type_name(row[c])}"
-                    )
-            for c in answer_columns:
-                v = row[c]
-                if v is None:
-                    raise InvalidInputError(
-                        f"{name}:{lineno}: {c!r} is null; every row needs a gold answer"
-                    )
-                if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                    raise InvalidInputError(
-                        f"{name}:{lineno}: {c!r} must be a string or a number, got {_type_name(v)}"
-                    )
-                if not isinstance(v, str):
-                    row[c] = json.dumps(v)
-            rows.append(row)
+            rows.append(
+                _checked(row, f"{name}:{lineno}", need, text_columns, answer_columns, "line")
+            )
     finally:
         if handle is not None:
             handle.close()
     if not rows:
         raise InvalidInputError(f"{what} {name!r} is empty: it needs at least one row")
     return rows
+
+
+def _checked(
+    row: dict[str, Any],
+    where: str,
+    need: Sequence[str],
+    text_columns: Sequence[str],
+    answer_columns: Sequence[str],
+    unit: str,
+) -> dict[str, Any]:
+    missing = [c for c in need if c not in row]
+    if missing:
+        raise InvalidInputError(f"{where}: missing column(s) {missing}; each {unit} needs {need}")
+    for c in text_columns:
+        if not isinstance(row[c], str):
+            raise InvalidInputError(f"{where}: {c!r} must be a string, got {_type_name(row[c])}")
+    out = dict(row)
+    for c in answer_columns:
+        v = row[c]
+        if v is None:
+            raise InvalidInputError(f"{where}: {c!r} is null; every row needs a gold answer")
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise InvalidInputError(
+                f"{where}: {c!r} must be a string or a number, got {_type_name(v)}"
+            )
+        if not isinstance(v, str):
+            out[c] = json.dumps(v)
+    return out
+
+
+def check_tasks(rows: Sequence[Any], what: str = "rows") -> list[dict[str, Any]]:
+    """Rows given in Python checked as :func:`read_tasks` checks a file's (a string
+    ``prompt``, a string or number ``answer``); returns new dicts.
+
+    Examples
+    --------
+    >>> check_tasks([{"prompt": "1+1=", "answer": 2}])
+    [{'prompt': '1+1=', 'answer': '2'}]
+    """
+    out = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise InvalidInputError(f"{what}[{i}] is {type(row).__name__}; expected a dict")
+        need = ["prompt", "answer"]
+        out.append(_checked(row, f"{what}[{i}]", need, ["prompt"], ["answer"], "row"))
+    if not out:
+        raise InvalidInputError(f"{what} is empty: it needs at least one row")
+    return out
 
 
 def read_tasks(path: str | os.PathLike[str], what: str = "dataset") -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ import transformers
 import grpo_fast
 from grpo_fast.advantages import ESTIMATORS, SCALES
 from grpo_fast.curriculum import Curriculum, UniformPrompts
-from grpo_fast.data import DATA_DIR, read_tasks
+from grpo_fast.data import DATA_DIR, check_tasks, read_tasks
 from grpo_fast.distributed import Distributed
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
@@ -310,6 +310,9 @@ class Trainer:
         Already-loaded transformers objects (default: loaded from ``config.model``).
     sampler : Sampler, optional
         Default: :func:`build_sampler`.
+    train_rows, eval_rows : list of dict, optional
+        The data itself (``prompt`` and ``answer`` per row, other columns kept),
+        instead of ``config.train_file`` / ``eval_file``.
     rewards : optional
         What to reward (default: ``config.reward``): reward specs,
         ``rewards.combine(...)``, TRL-style functions ``f(completions,
@@ -332,6 +335,8 @@ class Trainer:
         tokenizer: Any = None,
         sampler: Any = None,
         rewards: RewardLike | Sequence[RewardLike] | None = None,
+        train_rows: Sequence[dict[str, Any]] | None = None,
+        eval_rows: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         config.validate()
         self.dist = Distributed.from_env(torch.device(_device_type(config.device)).type)
@@ -342,10 +347,17 @@ class Trainer:
         # Every rank draws different samples; prompt order is shared (its own generator).
         transformers.set_seed(cfg.seed + self.dist.rank)
 
-        self.train_rows = read_tasks(cfg.train_file, "train_file")
-        self.eval_rows = (
-            read_tasks(cfg.eval_file, "eval_file")[: cfg.eval_size] if cfg.eval_file else []
+        self.train_rows = (
+            read_tasks(cfg.train_file, "train_file")
+            if train_rows is None
+            else check_tasks(train_rows, "train_rows")
         )
+        if eval_rows is not None:
+            self.eval_rows = check_tasks(eval_rows, "eval_rows")[: cfg.eval_size]
+        elif cfg.eval_file:
+            self.eval_rows = read_tasks(cfg.eval_file, "eval_file")[: cfg.eval_size]
+        else:
+            self.eval_rows = []
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
