@@ -3,8 +3,9 @@ blocks run here, and every document the code and README point to exists.
 
 A README block that uses names it does not define (``completions``,
 ``model``, ...) gets them from :data:`SETUP`, written here next to the block's
-first line; a line ``expr  # value`` whose comment is a Python literal is
-checked: the expression must equal it.
+first line; a line ``expr  # value`` whose comment is a Python literal (or
+starts with one, ``# True: because ...``) is checked: the expression must
+equal it.
 """
 
 from __future__ import annotations
@@ -115,11 +116,23 @@ def _checked_lines(block: str):
         code, sep, comment = line.partition("  # ")
         if not sep:
             continue
-        try:
-            expected = ast.literal_eval(comment.strip())
-        except (ValueError, SyntaxError):
-            continue
-        yield node.lineno, code.strip(), expected
+        comment = comment.strip()
+        # "# [1.0, 0.0]" or "# True: why" (the literal before a colon).
+        for text in (comment, comment.split(":")[0].strip()):
+            try:
+                expected = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                continue
+            yield node.lineno, code.strip(), expected
+            break
+        else:
+            # "# Answer(canonical='3/4', kind='number')": the result's repr, in full.
+            if re.match(r"^[A-Z]\w*\(.*\)$", comment) and "..." not in comment:
+                yield node.lineno, code.strip(), Repr(comment)
+
+
+class Repr(str):
+    """An expected ``repr`` (a README comment showing an object)."""
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)), ids=lambda i: f"block{i}")
@@ -131,15 +144,28 @@ def test_readme_python_blocks_run(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # blocks that write files (runs/...) write here
     namespace = {"__name__": "readme", "np": np, "grpo_fast": grpo_fast}
     exec(compile(_setup_for(block), "<setup>", "exec"), namespace)
-    exec(compile(block, f"README block {index}", "exec"), namespace)
+    _run_block(block, namespace, f"README block {index}")
+
+
+def _run_block(block: str, namespace: dict, name: str) -> None:
+    exec(compile(block, name, "exec"), namespace)
     for lineno, code, expected in _checked_lines(block):
-        got = _as_plain(eval(code, namespace))
-        assert got == pytest.approx(expected, abs=1e-4), f"README block {index}, line {lineno}"
+        got = eval(code, namespace)
+        where = f"{name}, line {lineno}"
+        if isinstance(expected, Repr):
+            assert repr(got) == expected, where
+        else:
+            assert _as_plain(got) == pytest.approx(expected, abs=1e-4), where
 
 
 def test_readme_blocks_check_their_stated_values():
-    # The comment-checking above is real: the README states values it then checks.
-    assert sum(len(list(_checked_lines(b))) for b in BLOCKS) >= 5
+    # The README states values that the blocks then check, and a wrong one fails.
+    assert sum(len(list(_checked_lines(b))) for b in BLOCKS) >= 10
+    _run_block(
+        "x = [1.0, 2.0]\nx  # [1.0, 2.0]\nrepr  # True: ignored, not an expression", {}, "ok"
+    )
+    with pytest.raises(AssertionError, match="wrong, line 2"):
+        _run_block("x = [1.0, 2.0]\nx  # [1.0, 2.5]", {}, "wrong")
 
 
 def test_documents_the_code_points_to_exist():
