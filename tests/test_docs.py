@@ -161,9 +161,7 @@ def _run_block(block: str, namespace: dict, name: str) -> None:
 def test_readme_blocks_check_their_stated_values():
     # The README states values that the blocks then check, and a wrong one fails.
     assert sum(len(list(_checked_lines(b))) for b in BLOCKS) >= 10
-    _run_block(
-        "x = [1.0, 2.0]\nx  # [1.0, 2.0]\nrepr  # True: ignored, not an expression", {}, "ok"
-    )
+    _run_block("x = [1.0, 2.0]\nx  # [1.0, 2.0]\nlen(x) == 2  # True: a reason", {}, "ok")
     with pytest.raises(AssertionError, match="wrong, line 2"):
         _run_block("x = [1.0, 2.0]\nx  # [1.0, 2.5]", {}, "wrong")
 
