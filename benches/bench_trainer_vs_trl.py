@@ -85,12 +85,13 @@ def _run_trl(args) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpo_fast.trainer import TrainerConfig, load_tasks
+    from grpo_fast.data import read_tasks
+    from grpo_fast.trainer import TrainerConfig
     from grpo_fast.verify import verify_batch
 
     defaults = TrainerConfig()
-    train = load_tasks(defaults.train_file)
-    held_out = load_tasks(defaults.eval_file)
+    train = read_tasks(defaults.train_file)
+    held_out = read_tasks(defaults.eval_file)
     tok = AutoTokenizer.from_pretrained(defaults.model)
     tok.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(defaults.model, dtype=torch.float32)

@@ -25,21 +25,6 @@ from grpo_fast.trainer import DATA_DIR, Trainer, TrainerConfig  # noqa: E402
 TIMING = re.compile(r"^(time_|tokens_per_s)")
 
 
-def small_config(tmp_path, **kw) -> TrainerConfig:
-    base = dict(
-        output_dir=str(tmp_path / "run"),
-        max_steps=2,
-        prompts_per_step=4,
-        num_generations=4,
-        eval_size=16,
-        eval_every=0,
-        progress=False,
-        plot=False,
-    )
-    base.update(kw)
-    return TrainerConfig(**base)
-
-
 def reference_rewards(prompts: list[str], texts: list[str]) -> np.ndarray:
     """Correct sums, computed from the prompt text itself."""
     out = []
@@ -80,10 +65,9 @@ def reference_loss(logp, old_logp, ref_logp, adv, eps=0.2, beta=0.0):
 
 
 @pytest.mark.parametrize(("num_iterations", "beta"), [(1, 0.0), (2, 0.05)])
-def test_one_step_matches_hand_computation(tmp_path, num_iterations, beta):
+def test_one_step_matches_hand_computation(make_config, num_iterations, beta):
     lr = 0.02
-    cfg = small_config(
-        tmp_path,
+    cfg = make_config(
         optimizer="sgd",
         learning_rate=lr,
         max_grad_norm=0.0,
@@ -128,20 +112,21 @@ def test_one_step_matches_hand_computation(tmp_path, num_iterations, beta):
     assert moved > 1e-4, "the step did not change the weights"
 
 
-def test_sampler_logprobs_match_forward(tmp_path):
-    trainer = Trainer(small_config(tmp_path, seed=1))
-    prompts = [r["prompt"] for r in trainer.train_rows[:3]]
+def test_sampler_logprobs_match_forward(make_config):
+    from grpo_fast.modeling import completion_logprobs, pack
     from grpo_fast.sampling import HFSampler
 
+    trainer = Trainer(make_config(seed=1))
+    prompts = [r["prompt"] for r in trainer.train_rows[:3]]
     sampler = HFSampler(trainer.model, trainer.tokenizer)
     comp = sampler.sample(prompts, 4, trainer.params)
     assert len(comp) == 12 and comp.n == 4
+    packed = pack(comp.prompt_ids, comp.completion_ids, trainer.tokenizer.pad_token_id)
+    mask = packed.completion_mask
     with torch.no_grad():
         ref = reference_logp(trainer.model, comp.prompt_ids, comp.completion_ids)
-        shared, _, mask = trainer._logprobs(trainer.model, *trainer._pack(comp))
-        trainer.config.share_prompt_prefix = False
-        full, _, mask2 = trainer._logprobs(trainer.model, *trainer._pack(comp))
-    assert torch.equal(mask, mask2)
+        shared, _ = completion_logprobs(trainer.model, packed, group_size=4)
+        full, _ = completion_logprobs(trainer.model, packed, share_prompt_prefix=False)
     for i, (lp, r) in enumerate(zip(comp.logprobs, ref, strict=True)):
         np.testing.assert_allclose(lp, r.numpy(), rtol=1e-4, atol=1e-5)
         # Padded batch forwards (prompt KV shared per group, or one row each)
@@ -202,8 +187,8 @@ def test_resume_equals_uninterrupted(tmp_path):
         torch.testing.assert_close(wa[k], wb[k], rtol=0, atol=0)
 
 
-def test_metrics_and_curves_are_written(tmp_path):
-    cfg = small_config(tmp_path, max_steps=3, eval_every=2, plot=True)
+def test_metrics_and_curves_are_written(tmp_path, make_config):
+    cfg = make_config(max_steps=3, eval_every=2, plot=True)
     Trainer(cfg).train()
     out = tmp_path / "run"
     records = read_metrics(out / "metrics.jsonl")
@@ -220,8 +205,8 @@ def test_metrics_and_curves_are_written(tmp_path):
     assert not list((out / "checkpoints").glob(".tmp-*"))
 
 
-def test_dynamic_sampling_trains_only_groups_with_signal(tmp_path):
-    cfg = small_config(tmp_path, dynamic_sampling=True, max_refill_rounds=4, seed=2)
+def test_dynamic_sampling_trains_only_groups_with_signal(make_config):
+    cfg = make_config(dynamic_sampling=True, max_refill_rounds=4, seed=2)
     trainer = Trainer(cfg)
     record = trainer.step()
     batch = trainer.last_batch
@@ -231,26 +216,30 @@ def test_dynamic_sampling_trains_only_groups_with_signal(tmp_path):
     assert record["sampling_rounds"] >= 1
 
 
-def test_bad_config_is_rejected_with_a_message(tmp_path):
+def test_bad_config_is_rejected_with_a_message(tmp_path, make_config, jsonl):
     from grpo_fast.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="num_generations"):
-        small_config(tmp_path, num_generations=1).validate()
+        make_config(num_generations=1).validate()
     with pytest.raises(InvalidInputError, match="not readable"):
-        small_config(tmp_path, model=str(tmp_path)).validate()
+        make_config(model=str(tmp_path)).validate()
     with pytest.raises(InvalidInputError, match="loss_type"):
-        small_config(tmp_path, loss_type="nope").validate()
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
+        make_config(loss_type="nope").validate()
+    with pytest.raises(InvalidInputError, match="unknown reward 'nope'"):
+        make_config(reward=("math", "nope")).validate()
     with pytest.raises(InvalidInputError, match="empty"):
-        Trainer(small_config(tmp_path, train_file=str(empty)))
+        Trainer(make_config(train_file=str(jsonl("empty.jsonl", []))))
+    with pytest.raises(InvalidInputError, match=r"'answer' is null"):
+        Trainer(make_config(train_file=str(jsonl("n.jsonl", [{"prompt": "1+1=", "answer": None}]))))
+    with pytest.raises(InvalidInputError, match=r"'prompt' must be a string, got int"):
+        Trainer(make_config(train_file=str(jsonl("p.jsonl", [{"prompt": 3, "answer": "3"}]))))
 
 
-def test_embedded_model_is_small_and_starts_between_20_and_50_percent(tmp_path):
+def test_embedded_model_is_small_and_starts_between_20_and_50_percent(make_config):
     size = sum(f.stat().st_size for f in DATA_DIR.rglob("*") if f.is_file())
     assert size < 10 * 2**20
-    trainer = Trainer(small_config(tmp_path, eval_size=500))
-    assert 0.2 <= trainer.evaluate() <= 0.5
+    trainer = Trainer(make_config(eval_size=500))
+    assert 0.2 <= trainer.evaluate()["eval_accuracy"] <= 0.5
 
 
 def test_vllm_sampler_without_vllm_says_how_to_get_it():
@@ -284,3 +273,141 @@ def test_vllm_sampler_generates_groups_and_takes_new_weights():
     sampler.update_weights(model)
     after = sampler.sample(["12+34="], 1, params)
     assert after.completion_ids[0] != before.completion_ids[0]
+
+
+def test_several_rewards_are_scored_and_logged_per_column(make_config):
+    """Specs, a compiled combine(...) and a TRL-style function at once: each column
+    equals the rewards module called directly and a reference written here."""
+    from grpo_fast import rewards
+
+    seen = []
+
+    def longer_than_one(completions, prompts, completion_ids, answer, **columns):
+        seen.append((prompts, completion_ids, answer))
+        return [float(len(c.strip()) > 1) for c in completions]
+
+    digits = rewards.combine(rewards.FormatReward(r"^\d+$", name="digits", weight=0.5))
+    trainer = Trainer(
+        make_config(seed=3),
+        rewards=[rewards.MathReward(), digits, (longer_than_one, 0.25)],
+    )
+    assert trainer.rewards.names == ("math", "digits", "longer_than_one")
+    record = trainer.step()
+    batch = trainer.last_batch
+    texts = batch.completions.texts
+    rows = [trainer.train_rows[i] for i in batch.prompt_index for _ in range(4)]
+    prompts, golds = [r["prompt"] for r in rows], [r["answer"] for r in rows]
+
+    cols = batch.reward_columns
+    math_ref = reference_rewards(prompts, texts)
+    digits_ref = np.array([float(re.fullmatch(r"\d+", t) is not None) for t in texts])
+    longer_ref = np.array([float(len(t.strip()) > 1) for t in texts])
+    np.testing.assert_array_equal(cols["math"], math_ref)
+    np.testing.assert_array_equal(cols["digits"], digits_ref)
+    np.testing.assert_array_equal(cols["longer_than_one"], longer_ref)
+    direct = rewards.combine(
+        rewards.MathReward(), rewards.FormatReward(r"^\d+$", name="digits")
+    ).score_batch(texts, golds)
+    np.testing.assert_array_equal(cols["math"], direct.columns["math"])
+    np.testing.assert_array_equal(cols["digits"], direct.columns["digits"])
+    total = math_ref + 0.5 * digits_ref + 0.25 * longer_ref
+    np.testing.assert_allclose(batch.rewards, total, rtol=1e-6)
+    np.testing.assert_allclose(batch.advantages, reference_advantages(total, 4), atol=1e-5)
+    for name, ref in (("math", math_ref), ("digits", digits_ref), ("longer_than_one", longer_ref)):
+        assert record[f"reward/{name}"] == pytest.approx(ref.mean())
+    assert record["reward_mean"] == pytest.approx(total.mean())
+    # The TRL-style function got TRL's keyword arguments.
+    got_prompts, got_ids, got_answers = seen[0]
+    assert got_prompts == prompts and got_answers == golds
+    assert [len(x) for x in got_ids] == [len(x) for x in batch.completions.completion_ids]
+
+
+def test_exact_reward_is_the_rewards_module_one():
+    """The trainer's "exact" is rewards.ExactMatchReward (extraction, case ignored)."""
+    from grpo_fast import rewards
+    from grpo_fast.rollout import RunRewards
+
+    texts = ["The answer is Paris.", "paris", "Lyon"]
+    got = RunRewards.build(["exact"]).score(texts, [{"answer": "Paris"}] * 3)
+    want = rewards.combine(rewards.ExactMatchReward()).score_batch(texts, golds="Paris")
+    np.testing.assert_array_equal(got.total, want.total)
+    assert got.total.tolist() == [1.0, 1.0, 0.0]
+
+
+def test_batch_take_and_concat_build_new_read_only_batches():
+    from grpo_fast.rollout import Batch
+    from grpo_fast.sampling import Completions
+
+    def batch(idx, base):
+        n = len(idx) * 2
+        comp = Completions(
+            [f"t{base + i}" for i in range(n)], [[1]] * n, [[2, i] for i in range(n)], None, 2
+        )
+        r = np.arange(n, dtype=np.float32) + base
+        return Batch(np.array(idx), comp, r, {"math": r * 2}, -r)
+
+    a, b = batch([5, 6], 0), batch([7], 10)
+    both = Batch.concat([a, b], 2)
+    assert both.prompt_index.tolist() == [5, 6, 7]
+    assert both.completions.texts == ["t0", "t1", "t2", "t3", "t10", "t11"]
+    sub = both.take(np.array([False, True, True]))
+    assert sub.prompt_index.tolist() == [6, 7]
+    assert sub.rewards.tolist() == [2, 3, 10, 11]
+    assert sub.reward_columns["math"].tolist() == [4, 6, 20, 22]
+    assert sub.advantages.tolist() == [-2, -3, -10, -11]
+    assert a.rewards.tolist() == [0, 1, 2, 3]  # the parts are unchanged
+    with pytest.raises(ValueError, match="read-only"):
+        sub.rewards[0] = 1.0
+    with pytest.raises(AttributeError):
+        sub.rewards = None  # type: ignore[misc]
+    assert len(Batch.concat([], 2)) == 0
+
+
+@pytest.mark.parametrize("architecture", ["qwen2", "llama", "gpt2"])
+def test_prefix_shared_forward_equals_the_full_one(tiny_lm, architecture):
+    """modeling.completion_logprobs: the shared-prompt cache path, the full path and
+    one unpadded sequence at a time agree, on three architectures."""
+    from grpo_fast.modeling import completion_logprobs, decoder_of, pack, prefill_groups
+
+    model = tiny_lm(architecture).eval()
+    rng = np.random.default_rng(0)
+    G = 3
+    prompts = [rng.integers(2, 17, size=n).tolist() for n in (4, 2)]
+    prompt_ids = [p for p in prompts for _ in range(G)]
+    completion_ids = [rng.integers(2, 17, size=n).tolist() for n in (3, 1, 5, 2, 4, 4)]
+    packed = pack(prompt_ids, completion_ids, pad_token_id=0)
+    with torch.no_grad():
+        shared, _ = completion_logprobs(model, packed, group_size=G)
+        full, _ = completion_logprobs(model, packed, share_prompt_prefix=False)
+        ref = reference_logp(model, prompt_ids, completion_ids)
+        # The shared path really ran (it falls back to the full one when it cannot).
+        pre = prefill_groups(decoder_of(model), packed.prompt_ids, packed.prompt_mask, G)
+    assert pre is not None and pre.hidden.shape[0] == len(prompts)
+    mask = packed.completion_mask
+    for i, r in enumerate(ref):
+        np.testing.assert_allclose(shared[i][mask[i]].numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(full[i][mask[i]].numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+        assert (shared[i][~mask[i]] == 0).all()
+
+
+def test_rows_given_in_python_are_checked_and_used(make_config):
+    from grpo_fast.errors import InvalidInputError
+
+    rows = [{"prompt": f"{a}+{a}=", "answer": 2 * a, "level": a % 3} for a in range(10, 30)]
+    seen = []
+
+    def level_seen(completions, level, **columns):
+        seen.extend(level)
+        return [0.0] * len(completions)
+
+    trainer = Trainer(
+        make_config(), train_rows=rows, eval_rows=rows[:4], rewards=["math", level_seen]
+    )
+    assert trainer.train_rows[0] == {"prompt": "10+10=", "answer": "20", "level": 1}
+    assert len(trainer.eval_rows) == 4
+    trainer.step()
+    by_prompt = {r["prompt"]: r["level"] for r in rows}
+    idx = trainer.last_batch.prompt_index
+    assert seen == [by_prompt[trainer.train_rows[i]["prompt"]] for i in idx for _ in range(4)]
+    with pytest.raises(InvalidInputError, match=r"train_rows\[1\]: 'answer' is null"):
+        Trainer(make_config(), train_rows=[rows[0], {"prompt": "1+1=", "answer": None}])

@@ -1,14 +1,16 @@
 """The ``grpo-fast`` command line: ``train``, ``score`` and ``eval``.
 
 ``grpo-fast train`` with no arguments runs GRPO on the embedded tiny model and
-2-digit addition task on the CPU (a few minutes). Every
-:class:`~grpo_fast.trainer.TrainerConfig` field is a flag
-(``--learning-rate 3e-5``, ``--curriculum`` / ``--no-curriculum``) and may also
-come from ``--config run.toml`` / ``run.json``; flags override the file.
+2-digit addition task on the CPU (about a minute). Every
+:class:`~grpo_fast.trainer.TrainerConfig` field is a flag, generated from its
+type (``--learning-rate 3e-5``, ``--curriculum`` / ``--no-curriculum``,
+``--loss-type {grpo,...}``, ``--reward math --reward format:0.5``), and may
+also come from ``--config run.toml`` / ``run.json``; flags override the file.
+A file's values are checked against the same types, with the same messages.
 
-Input the user can fix (missing columns, an empty file, an unreadable model
-directory, a group size of 1, ...) ends the command at start-up with a message
-and exit status 2, without a traceback.
+Input the user can fix (a value of the wrong type, missing columns, an empty
+file, an unreadable model directory, a group size of 1, ...) ends the command
+at start-up with a message and exit status 2, without a traceback.
 """
 
 from __future__ import annotations
@@ -17,122 +19,295 @@ import argparse
 import dataclasses
 import json
 import math
+import re
 import sys
+import types
+import typing
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from grpo_fast.errors import InvalidInputError
 
-__all__ = ["main"]
+__all__ = ["build_parser", "config_from_file", "main", "pass_at_k"]
+
+# argparse takes "-1e-5" for an option unless it looks like a negative number;
+# its own pattern misses exponents.
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _add_trainer_flags(parser: argparse.ArgumentParser) -> None:
-    from grpo_fast.trainer import TrainerConfig
+# ---------------------------------------------------------------------- typed values
+def _members(hint: Any) -> tuple[Any, ...]:
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return typing.get_args(hint)
+    return (hint,)
 
-    hints = {"int": int, "float": float, "str": str, "bool": bool}
-    for f in dataclasses.fields(TrainerConfig):
-        kind = hints[str(f.type)]
-        help_text = f"{f.metadata.get('help', '')} (default: {f.default})"
-        if kind is bool:
-            parser.add_argument(
-                _flag(f.name),
-                action=argparse.BooleanOptionalAction,
-                default=argparse.SUPPRESS,
-                help=help_text,
-            )
+
+def _describe(hint: Any) -> str:
+    names = {int: "an int", float: "a number", str: "a string", bool: "true or false"}
+    if typing.get_origin(hint) is Literal:
+        return f"one of {typing.get_args(hint)}"
+    if hint is type(None):
+        return "none"
+    if typing.get_origin(hint) is dict or hint is dict:
+        return "a table"
+    return names.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def _bad(name: str, hint: Any, value: Any) -> InvalidInputError:
+    kinds = " or ".join(_describe(m) for m in _members(hint))
+    return InvalidInputError(f"{name} must be {kinds}, got {value!r}")
+
+
+def parse_text(name: str, hint: Any, text: str) -> Any:
+    """A flag's text as a value of type ``hint`` (``"none"`` for an ``Optional``'s None)."""
+    members = _members(hint)
+    if type(None) in members and text.lower() in ("none", "null"):
+        return None
+    for m in members:
+        if m is type(None):
+            continue
+        if typing.get_origin(m) is Literal:
+            if text in typing.get_args(m):
+                return text
+        elif m is str:
+            return text
+        elif m is bool:
+            if text.lower() in ("true", "false"):
+                return text.lower() == "true"
+        elif m is int:
+            try:
+                return int(text)
+            except ValueError:
+                pass
+        elif m is float:
+            try:
+                return float(text)
+            except ValueError:
+                pass
+    raise _bad(name, hint, text)
+
+
+def check_value(name: str, hint: Any, value: Any) -> Any:
+    """A config file's value checked against ``hint`` (text is read as a flag's would be)."""
+    if typing.get_origin(hint) is tuple:
+        (elem, *_rest) = typing.get_args(hint)
+        items = value if isinstance(value, list | tuple) else [value]
+        return tuple(check_value(name, elem, v) for v in items)
+    members = _members(hint)
+    for m in members:
+        if m is type(None) and value is None:
+            return None
+        if typing.get_origin(m) is Literal and value in typing.get_args(m):
+            return value
+        if m is bool and isinstance(value, bool):
+            return value
+        if m is int and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if m is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if m is str and isinstance(value, str):
+            return value
+        if (m is dict or typing.get_origin(m) is dict) and isinstance(value, dict):
+            return value
+    if isinstance(value, str):
+        return parse_text(name, hint, value)
+    raise _bad(name, hint, value)
+
+
+class _Repeat(argparse.Action):
+    """``append`` whose first use replaces the default instead of adding to it."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        items = getattr(namespace, self.dest, None)
+        items = [] if items is None or items is self.default else items
+        setattr(namespace, self.dest, [*items, values])
+
+
+def _type_converter(name: str, hint: Any) -> Any:
+    def convert(text: str) -> Any:
+        try:
+            return parse_text(name, hint, text)
+        except InvalidInputError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    convert.__name__ = _describe(hint)
+    return convert
+
+
+def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One flag per field of the dataclass ``cls``, typed by its annotation.
+
+    ``bool``: ``--x`` / ``--no-x``; ``Literal``: its values; ``X | None``:
+    ``none`` for None; ``tuple[X, ...]``: the flag repeated. Unset flags stay
+    out of the namespace (a config file's value then stands).
+    """
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        shown = ", ".join(map(str, default)) if isinstance(default, tuple) else default
+        help_text = f"{f.metadata.get('help', '')} (default: {shown})"
+        kw: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text}
+        if hint is bool:
+            parser.add_argument(_flag(f.name), action=argparse.BooleanOptionalAction, **kw)
+            continue
+        if typing.get_origin(hint) is tuple:
+            kw.update(action="append", metavar=f.metadata.get("metavar", f.name.upper()))
+            hint = str  # one element's text
         else:
-            parser.add_argument(_flag(f.name), type=kind, default=argparse.SUPPRESS, help=help_text)
+            literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
+            if literal:
+                kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
+        parser.add_argument(_flag(f.name), type=_type_converter(f.name, hint), **kw)
 
 
-def _read_config_file(path: str) -> dict[str, Any]:
+# ---------------------------------------------------------------------- config files
+def _load_toml(text: str) -> Any:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the backport (grpo-fast[train] depends on it)
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads(text)
+
+
+def config_from_file(path: str, cls: type) -> dict[str, Any]:
+    """The options in a TOML or JSON file, checked against ``cls``'s field types."""
     p = Path(path)
+    if p.suffix.lower() in (".yaml", ".yml"):
+        raise InvalidInputError(
+            f"config file {path!r}: YAML is not supported; write the options as TOML (.toml) "
+            "or JSON (.json)"
+        )
+    if p.suffix.lower() not in (".toml", ".json"):
+        raise InvalidInputError(f"config file {path!r}: expected a .toml or .json file")
     if not p.is_file():
         raise InvalidInputError(f"config file {path!r} does not exist")
     try:
-        if p.suffix == ".toml":
-            import tomllib
-
-            values = tomllib.loads(p.read_text())
-        else:
-            values = json.loads(p.read_text())
+        values = (
+            _load_toml(p.read_text()) if p.suffix.lower() == ".toml" else json.loads(p.read_text())
+        )
     except ValueError as e:
         raise InvalidInputError(f"config file {path!r} is not valid {p.suffix[1:]}: {e}") from None
     if not isinstance(values, dict):
         raise InvalidInputError(f"config file {path!r} must hold a table/object of options")
-    return {k.replace("-", "_"): v for k, v in values.items()}
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for key, value in values.items():
+        name = key.replace("-", "_")
+        if name not in hints:
+            raise InvalidInputError(f"{path}: unknown option {key!r}; known: {sorted(hints)}")
+        try:
+            out[name] = check_value(name, hints[name], value)
+        except InvalidInputError as e:
+            raise InvalidInputError(f"{path}: {e}") from None
+    return out
 
 
+# ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
     from grpo_fast.trainer import Trainer, TrainerConfig
 
-    values = _read_config_file(args.config) if args.config else {}
-    values.update({k: v for k, v in vars(args).items() if k not in ("command", "config", "func")})
-    cfg = TrainerConfig.from_dict(values)
+    values = config_from_file(args.config, TrainerConfig) if args.config else {}
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "config", "func")}
+    cfg = TrainerConfig.from_dict({**values, **flags})
     trainer = Trainer(cfg)
     if trainer.is_main:
         print(
             f"grpo-fast train: {len(trainer.train_rows)} prompts x {cfg.num_generations} samples, "
-            f"{cfg.max_steps} steps, writing {cfg.output_dir}/",
+            f"{cfg.max_steps} steps, rewards {', '.join(trainer.rewards.names)}, "
+            f"writing {cfg.output_dir}/",
             flush=True,
         )
     history = trainer.train()
     if trainer.is_main:
-        evals = [(r["step"], r["eval_accuracy"]) for r in history if "eval_accuracy" in r]
+        evals = [
+            (r["step"], r["eval_accuracy"])
+            for r in history
+            if r.get("eval_accuracy") is not None and math.isfinite(r["eval_accuracy"])
+        ]
         if evals:
             (s0, a0), (s1, a1) = evals[0], evals[-1]
             print(f"held-out accuracy: {a0:.1%} at step {s0} -> {a1:.1%} at step {s1}")
-        print(f"metrics: {cfg.output_dir}/metrics.jsonl, curves: {cfg.output_dir}/curves.png")
+        curves = f", curves: {cfg.output_dir}/curves.png" if cfg.plot else ""
+        print(f"metrics: {cfg.output_dir}/metrics.jsonl{curves}")
     return 0
 
 
 def _score(args: argparse.Namespace) -> int:
     import grpo_fast
-    from grpo_fast.trainer import read_jsonl, score
+    from grpo_fast.data import read_jsonl
+    from grpo_fast.rollout import RunRewards
 
-    group_col = args.group_column
-    rows = read_jsonl(args.input, [args.completion_column, args.answer_column, group_col], "input")
-    rewards = score(
-        args.verifier,
-        [str(r[args.answer_column]) for r in rows],
-        [str(r[args.completion_column]) for r in rows],
+    comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
+    rewards = RunRewards.build(args.reward)
+    rows = read_jsonl(
+        args.input, [group_col], "input", text_columns=[comp_col], answer_columns=[ans_col]
     )
     ids = [str(r[group_col]) for r in rows]
-    adv = grpo_fast.compute_advantages(rewards, ids, estimator=args.estimator, scale=args.scale)
-    out = sys.stdout if args.output in (None, "-") else open(args.output, "w")
+    groups = grpo_fast.group(ids)
+    if groups.num_groups == len(rows):
+        raise InvalidInputError(
+            f"every group has one row ({len(rows)} rows, {len(rows)} distinct {group_col!r} "
+            "values): group-relative advantages need several completions per prompt; "
+            "--group-column names the column that groups them"
+        )
+    scores = rewards.score([r[comp_col] for r in rows], [{**r, "answer": r[ans_col]} for r in rows])
+    adv = grpo_fast.compute_advantages(
+        scores.total, groups.index, estimator=args.estimator, scale=args.scale
+    )
+    several = len(scores.columns) > 1
+    out = sys.stdout if args.output in (None, "-") else open(args.output, "w")  # noqa: SIM115
     try:
-        for row, r, a in zip(rows, rewards.tolist(), adv.advantages.tolist(), strict=True):
-            out.write(json.dumps({**row, "reward": r, "advantage": a}) + "\n")
+        for i, (row, r, a) in enumerate(
+            zip(rows, scores.total.tolist(), adv.advantages.tolist(), strict=True)
+        ):
+            extra = (
+                {f"reward/{k}": _finite(v[i]) for k, v in scores.columns.items()} if several else {}
+            )
+            out.write(json.dumps({**row, "reward": _finite(r), **extra, "advantage": a}) + "\n")
     finally:
         if out is not sys.stdout:
             out.close()
     print(
         f"{len(rows)} completions in {adv.num_groups} groups: mean reward "
-        f"{float(np.mean(rewards)):.4f}, groups without signal {adv.frac_zero_std:.1%}",
+        f"{float(np.nanmean(scores.total)):.4f}, groups without signal {adv.frac_zero_std:.1%}",
         file=sys.stderr,
     )
     return 0
 
 
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from ``c`` correct of ``n`` samples (Chen et al., 2021)."""
+    """Unbiased pass@k from ``c`` correct of ``n`` samples (Chen et al., 2021).
+
+    Examples
+    --------
+    >>> pass_at_k(4, 1, 2)
+    0.5
+    """
     if n - c < k:
         return 1.0
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
 def _eval(args: argparse.Namespace) -> int:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import transformers
 
+    from grpo_fast.data import read_tasks
+    from grpo_fast.modeling import load_model, load_tokenizer
+    from grpo_fast.rollout import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
-    from grpo_fast.trainer import load_tasks, score
 
     if args.n < 1 or not 1 <= args.k <= args.n:
         raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
@@ -140,20 +315,21 @@ def _eval(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"model directory {args.model!r} is not readable: expected config.json in it"
         )
-    rows = load_tasks(args.data, "data")[: args.limit or None]
-    torch.manual_seed(args.seed)
-    tok = AutoTokenizer.from_pretrained(args.model)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    tok.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
-    sampler = HFSampler(model, tok, batch_size=args.batch_size)
+    rewards = RunRewards.build(args.reward, max_new_tokens=args.max_new_tokens)
+    rows = read_tasks(args.data, "data")[: args.limit or None]
+    transformers.set_seed(args.seed)
+    tok = load_tokenizer(args.model)
+    sampler = HFSampler(load_model(args.model), tok, batch_size=args.batch_size)
     params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
     comp = sampler.sample([r["prompt"] for r in rows], args.n, params)
-    golds = [r["answer"] for r in rows for _ in range(args.n)]
-    rewards = score(args.verifier, golds, comp.texts).reshape(len(rows), args.n)
-    answers = np.array([t.strip() for t in comp.texts], dtype=object).reshape(len(rows), args.n)
-    correct = rewards >= 1.0
+    scores = rewards.score(
+        comp.texts, [r for r in rows for _ in range(args.n)], completion_ids=comp.completion_ids
+    )
+    shape = (len(rows), args.n)
+    # Correct: the first reward is >= 1 (the default, math: the answer is right).
+    correct = (scores.columns[rewards.names[0]] >= 1.0).reshape(shape)
+    total = np.nan_to_num(scores.total, nan=-np.inf).reshape(shape)
+    answers = np.array([t.strip() for t in comp.texts], dtype=object).reshape(shape)
     majority = []
     for i in range(len(rows)):
         top, _ = Counter(answers[i].tolist()).most_common(1)[0]
@@ -166,49 +342,85 @@ def _eval(args: argparse.Namespace) -> int:
             np.mean([pass_at_k(args.n, int(c), args.k) for c in correct.sum(1)])
         ),
         f"maj@{args.n}": float(np.mean(majority)),
-        # Best-of-n picks the sample the verifier scores highest; with the gold
-        # verifier that is "any of n correct".
-        f"best_of_{args.n}": float(np.mean(rewards.max(1) >= 1.0)),
+        # Best-of-n: is the sample with the highest total reward correct?
+        f"best_of_{args.n}": float(np.mean(correct[np.arange(len(rows)), total.argmax(1)])),
     }
     print(json.dumps(report))
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="grpo-fast", description="GRPO training, scoring and evaluation."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+# ---------------------------------------------------------------------- the parser
+def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
+    kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(*args, **kwargs)
+    p._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    return p
 
-    train = sub.add_parser("train", help="GRPO training (default: the embedded demo)")
-    train.add_argument("--config", help="JSON or TOML file of trainer options")
-    _add_trainer_flags(train)
+
+def build_parser() -> argparse.ArgumentParser:
+    from grpo_fast import __version__
+    from grpo_fast.advantages import ESTIMATORS, SCALES
+    from grpo_fast.data import DATA_DIR
+    from grpo_fast.trainer import TrainerConfig
+
+    parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
+    parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="{train,score,eval}")
+    reward_help = (
+        "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
+        "import path"
+    )
+
+    # The train flags print their own defaults (they are left unset so a config file can
+    # give them).
+    train = sub.add_parser(
+        "train",
+        help="GRPO training (default: the embedded demo)",
+        formatter_class=argparse.HelpFormatter,
+    )
+    train._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    train.add_argument("--config", help="TOML or JSON file of trainer options (flags override it)")
+    add_dataclass_flags(train, TrainerConfig)
     train.set_defaults(func=_train)
 
-    sc = sub.add_parser("score", help="rewards and advantages of a JSONL of completions")
-    sc.add_argument("input", help="JSONL with completion, answer and group columns")
-    sc.add_argument("--output", "-o", help="output JSONL (default: stdout)")
-    sc.add_argument("--verifier", default="math", help="math or exact (default: math)")
-    sc.add_argument("--completion-column", default="completion")
-    sc.add_argument("--answer-column", default="answer")
+    sc = sub.add_parser(
+        "score",
+        help="rewards and advantages of a JSONL of completions",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    sc._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    sc.add_argument("input", help="JSONL with completion, answer and group columns ('-': stdin)")
+    sc.add_argument("--output", "-o", default="-", help="output JSONL ('-': stdout)")
+    sc.add_argument(
+        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+    )
+    sc.add_argument("--completion-column", default="completion", help="the completions (strings)")
+    sc.add_argument("--answer-column", default="answer", help="the gold answers")
     sc.add_argument("--group-column", default="prompt", help="rows with equal values form a group")
-    sc.add_argument("--estimator", default="grpo")
-    sc.add_argument("--scale", default="group")
+    sc.add_argument("--estimator", default="grpo", choices=ESTIMATORS, help="advantage estimator")
+    sc.add_argument("--scale", default="group", choices=SCALES, help="advantage std scaling")
     sc.set_defaults(func=_score)
 
-    ev = sub.add_parser("eval", help="pass@k, majority vote and best-of-n accuracy")
-    from grpo_fast.trainer import DATA_DIR
-
-    ev.add_argument("--model", default=str(DATA_DIR / "tiny_adder"))
-    ev.add_argument("--data", default=str(DATA_DIR / "addition_eval.jsonl"))
-    ev.add_argument("--verifier", default="math")
+    ev = sub.add_parser(
+        "eval",
+        help="pass@k, majority vote and best-of-n accuracy",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ev._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    ev.add_argument("--model", default=str(DATA_DIR / "tiny_adder"), help="model directory")
+    ev.add_argument(
+        "--data", default=str(DATA_DIR / "addition_eval.jsonl"), help="JSONL of prompt, answer"
+    )
+    ev.add_argument(
+        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+    )
     ev.add_argument("-n", type=int, default=8, help="samples per prompt")
     ev.add_argument("-k", type=int, default=1, help="k of pass@k")
-    ev.add_argument("--temperature", type=float, default=1.0)
-    ev.add_argument("--max-new-tokens", type=int, default=4)
+    ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    ev.add_argument("--max-new-tokens", type=int, default=4, help="longest completion")
     ev.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
-    ev.add_argument("--batch-size", type=int, default=None)
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--batch-size", type=int, default=None, help="rows per generate call")
+    ev.add_argument("--seed", type=int, default=0, help="sampling seed")
     ev.set_defaults(func=_eval)
     return parser
 
@@ -216,6 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         return int(args.func(args))
     except InvalidInputError as e:

@@ -16,10 +16,14 @@ cut at ``max_new_tokens`` otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import torch
+
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.modeling import decoder_of, prefill_groups
 
 __all__ = ["Completions", "HFSampler", "Sampler", "SamplingParams", "VLLMSampler"]
 
@@ -56,7 +60,7 @@ class SamplingParams:
             raise InvalidInputError(f"top_k must be >= 0, got {self.top_k}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Completions:
     """``len(prompts) * n`` completions, grouped by prompt.
 
@@ -84,6 +88,31 @@ class Completions:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def take(self, rows: Sequence[int]) -> Completions:
+        """The given rows, in that order (whole groups keep ``n``)."""
+        pick = lambda xs: None if xs is None else [xs[i] for i in rows]  # noqa: E731
+        return Completions(
+            pick(self.texts),
+            pick(self.prompt_ids),
+            pick(self.completion_ids),
+            pick(self.logprobs),
+            self.n,
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[Completions], n: int) -> Completions:
+        """The parts one after the other (log-probs only when every part has them)."""
+        lps = None
+        if parts and all(p.logprobs is not None for p in parts):
+            lps = [x for p in parts for x in p.logprobs]  # type: ignore[union-attr]
+        return Completions(
+            [x for p in parts for x in p.texts],
+            [x for p in parts for x in p.prompt_ids],
+            [x for p in parts for x in p.completion_ids],
+            lps,
+            n,
+        )
+
 
 @runtime_checkable
 class Sampler(Protocol):
@@ -103,6 +132,9 @@ def _check_prompts(prompts: list[str], n: int) -> None:
         raise InvalidInputError(f"n (samples per prompt) must be >= 1, got {n}")
     if not prompts:
         raise InvalidInputError("prompts is empty")
+    for i, p in enumerate(prompts):
+        if not isinstance(p, str):
+            raise InvalidInputError(f"prompts[{i}] is {type(p).__name__}; expected a str")
 
 
 class HFSampler:
@@ -141,39 +173,21 @@ class HFSampler:
     def update_weights(self, model: Any) -> None:
         self.model = model
 
-    def _shared_prompt_cache(self, prompts: list[str], n: int, enc: dict[str, Any]) -> dict:
-        """Prefill each prompt once and repeat its key/value cache for its ``n`` samples.
+    def _shared_prompt_cache(self, n: int, enc: dict[str, Any]) -> dict[str, Any]:
+        """Prefill each prompt once and repeat its key/value cache for its ``n`` samples
+        (:func:`~grpo_fast.modeling.prefill_groups`).
 
         ``generate`` then only runs the last prompt token and the new ones;
         the samples (and the random stream) are the same as without it.
         """
-        import inspect
-
-        import torch
-
-        decoder = getattr(self.model, self.model.base_model_prefix, None)
-        params = inspect.signature(decoder.forward).parameters if decoder is not None else {}
-        name = next((k for k in ("cache", "past_key_values") if k in params), None)
-        if name is None or enc["input_ids"].shape[1] < 2:
+        if enc["input_ids"].shape[1] < 2:
             return {}
-        ids, attn = enc["input_ids"][::n], enc["attention_mask"][::n]
-        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        ids, attn = enc["input_ids"][:, :-1], enc["attention_mask"][:, :-1]
         with torch.inference_mode():
-            out = decoder(
-                input_ids=ids[:, :-1],
-                attention_mask=attn[:, :-1],
-                position_ids=pos[:, :-1],
-                use_cache=True,
-            )
-        cache = getattr(out, name, None)
-        if cache is None or not hasattr(cache, "batch_repeat_interleave"):
-            return {}
-        cache.batch_repeat_interleave(n)
-        return {name: cache}
+            pre = prefill_groups(decoder_of(self.model), ids, attn, n)
+        return {} if pre is None else {pre.argument: pre.cache}
 
     def sample(self, prompts: list[str], n: int, params: SamplingParams) -> Completions:
-        import torch
-
         _check_prompts(prompts, n)
         tok = self.tokenizer
         rows = [p for p in prompts for _ in range(n)]
@@ -198,7 +212,7 @@ class HFSampler:
                 else:
                     kwargs.update(temperature=None, top_p=None, top_k=None)
                 if n > 1 and step == len(rows):
-                    kwargs.update(self._shared_prompt_cache(prompts, n, enc))
+                    kwargs.update(self._shared_prompt_cache(n, enc))
                 with torch.inference_mode():
                     out = self.model.generate(
                         **enc,

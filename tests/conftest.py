@@ -1,0 +1,86 @@
+"""Shared test builders: small trainer configs, JSONL files, tiny models.
+
+They import torch and transformers only when used, so the numpy-only tests
+run without them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: The embedded demo model and data (a 0.8M-parameter Qwen2, character tokenizer).
+DATA_DIR = Path(__file__).resolve().parents[1] / "python" / "grpo_fast" / "data"
+
+#: What a small, fast training run in a test looks like (two steps of 4 x 4).
+SMALL_RUN: dict[str, Any] = dict(
+    max_steps=2,
+    prompts_per_step=4,
+    num_generations=4,
+    eval_size=16,
+    eval_every=0,
+    progress=False,
+    plot=False,
+)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Write ``rows`` as JSON lines to ``path`` and return it."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture
+def make_config(tmp_path: Path) -> Callable[..., Any]:
+    """``make_config(**overrides)``: a :class:`TrainerConfig` of :data:`SMALL_RUN` writing
+    into ``tmp_path / "run"``."""
+    from grpo_fast.trainer import TrainerConfig
+
+    def make(**kw: Any) -> Any:
+        return TrainerConfig(**{"output_dir": str(tmp_path / "run"), **SMALL_RUN, **kw})
+
+    return make
+
+
+@pytest.fixture
+def jsonl(tmp_path: Path) -> Callable[[str, list[dict[str, Any]]], Path]:
+    """``jsonl(name, rows)``: a JSONL file in ``tmp_path``."""
+    return lambda name, rows: write_jsonl(tmp_path / name, rows)
+
+
+def tiny_causal_lm(architecture: str = "qwen2", *, seed: int = 0, **overrides: Any) -> Any:
+    """A randomly initialised causal LM with the embedded tokenizer's vocabulary
+    (``qwen2``, ``llama`` or ``gpt2``), small enough for a CPU test."""
+    import torch
+    import transformers
+
+    vocab = json.loads((DATA_DIR / "tiny_adder" / "config.json").read_text())["vocab_size"]
+    common = dict(vocab_size=vocab, bos_token_id=1, eos_token_id=1, pad_token_id=0)
+    if architecture == "gpt2":
+        config: Any = transformers.GPT2Config(
+            n_embd=32, n_layer=2, n_head=2, n_positions=64, **common, **overrides
+        )
+    else:
+        kind = {"qwen2": transformers.Qwen2Config, "llama": transformers.LlamaConfig}[architecture]
+        config = kind(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            **common,
+            **overrides,
+        )
+    torch.manual_seed(seed)
+    return transformers.AutoModelForCausalLM.from_config(config).float()
+
+
+@pytest.fixture
+def tiny_lm() -> Callable[..., Any]:
+    """``tiny_lm(architecture="qwen2", **config_overrides)``: see :func:`tiny_causal_lm`."""
+    return tiny_causal_lm
