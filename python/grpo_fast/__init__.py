@@ -5,9 +5,9 @@ across cores with the GIL released; torch, transformers and vLLM are imported
 only by the modules that need them, so ``import grpo_fast`` needs numpy alone.
 """
 
-from __future__ import annotations
-
-from grpo_fast import errors, rewards
+# No `from __future__ import annotations` here: it would be a public
+# attribute (`grpo_fast.annotations`), and this module annotates nothing.
+from grpo_fast import errors, names, rewards
 from grpo_fast._core import __version__, get_num_threads, set_num_threads
 from grpo_fast.advantages import (
     AdvantageResult,
@@ -41,6 +41,7 @@ __all__ = [
     "broadcast_to_tokens",
     "compute_advantages",
     "errors",
+    "names",
     "Answer",
     "Extraction",
     "RewardScores",
