@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import multiprocessing
 import os
+import pickle
 import subprocess
 import sys
 import uuid
@@ -13,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import grpo_fast
-from grpo_fast import InvalidInputError, compute_advantages
+from grpo_fast import AdvantageResult, InvalidInputError, compute_advantages, group
 
 # ---------------------------------------------------------------- references
 
@@ -324,8 +328,10 @@ def test_results_do_not_depend_on_thread_count():
         grpo_fast.set_num_threads(before)
     np.testing.assert_array_equal(one.advantages, two_unsorted.advantages)
     assert two.advantages.shape == (n,)
-    with pytest.raises(InvalidInputError, match="at least 1"):
-        grpo_fast.set_num_threads(0)
+    for bad in (0, -1, 2**70, 10**6, True, 1.5, "2"):
+        with pytest.raises(InvalidInputError, match=r"num_threads must be an int in \[1, 1024\]"):
+            grpo_fast.set_num_threads(bad)
+    assert grpo_fast.get_num_threads() == before
 
 
 def test_env_var_sets_threads_and_fork_is_safe():
@@ -369,3 +375,88 @@ def test_equal_group_sizes_every_kernel(g, opts):
         r[: 2 * g] = 1.0  # two groups of equal rewards
         ids = np.repeat(rng.permutation(10 * n_groups)[:n_groups], g)
         check(r, ids, **opts)
+
+
+# ---------------------------------------------------------------- boundary
+
+
+def test_a_lone_surrogate_id_is_a_clear_error_naming_it():
+    bad = json.loads('"\\ud83d"')
+    for call in (lambda ids: compute_advantages([1.0, 0.0, 1.0], ids), group):
+        with pytest.raises(InvalidInputError, match=r"group_ids\[2\] is not valid Unicode"):
+            call(["a", "é", bad])
+
+
+def test_non_ascii_ids_group_like_their_ascii_codes():
+    ids = ["é", "a", "é", "ü", "a"]
+    codes = [{"é": 0, "a": 1, "ü": 2}[i] for i in ids]
+    assert group(ids).index.tolist() == codes
+
+
+def test_estimator_names_are_the_core_table_with_its_aliases():
+    assert grpo_fast.names.ESTIMATORS == ("grpo", "rloo", "reinforce_pp_baseline", "grpo_passk")
+    assert grpo_fast.names.SCALES == ("group", "batch", "none")
+    assert grpo_fast.advantages.ESTIMATORS is grpo_fast.names.ESTIMATORS
+    r = [1.0, 0.0, 3.0, 5.0, 2.0, 2.5]
+    ids = [0, 0, 0, 1, 1, 1]
+    want = compute_advantages(r, ids, estimator="reinforce_pp_baseline").advantages
+    for alias in ("reinforce_plus_plus_baseline", "reinforce++-baseline"):
+        np.testing.assert_array_equal(compute_advantages(r, ids, estimator=alias).advantages, want)
+    for bad in ("ppo", 3, None):
+        with pytest.raises(InvalidInputError, match="estimator"):
+            compute_advantages(r, ids, estimator=bad)
+
+
+FIELDS = ("advantages", "keep", "group_index", "mean", "std", "size", "num_valid", "solve_rate")
+
+
+def _assert_same_result(a, b):
+    for name in FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    assert (a.frac_zero_std, a.num_groups, len(a)) == (b.frac_zero_std, b.num_groups, len(b))
+
+
+@pytest.mark.parametrize("touch_first", [False, True])
+def test_advantage_result_pickles_and_deep_copies(touch_first):
+    r = compute_advantages([1.0, 0.0, np.nan, 0.5, 0.5, 2.0], ["b", "a", "b", "b", "a", "c"])
+    if touch_first:  # the lazily built arrays, before and after being built
+        _ = (r.mean, r.group_index)
+    for copy_of in (lambda x: pickle.loads(pickle.dumps(x)), copy.deepcopy):
+        c = copy_of(r)
+        assert type(c) is type(r)
+        _assert_same_result(c, r)
+    # The stored values are those of an independent computation.
+    want = compute_advantages([1.0, 0.0, np.nan, 0.5, 0.5, 2.0], ["b", "a", "b", "b", "a", "c"])
+    _assert_same_result(pickle.loads(pickle.dumps(r)), want)
+    assert want.group_index.tolist() == [0, 1, 0, 0, 1, 2]
+
+
+def _advantages_in_worker(r):
+    return r
+
+
+def test_advantage_result_through_a_spawned_worker():
+    r = compute_advantages([1.0, 0.0, 0.5, 0.25], [7, 7, 8, 8])
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        back = pool.apply(_advantages_in_worker, (r,))
+    _assert_same_result(back, r)
+
+
+def test_advantage_result_rebuilt_from_inconsistent_arrays_is_refused():
+    r = compute_advantages([1.0, 0.0, 0.5], [7, 7, 8])
+    args = [getattr(r, name) for name in FIELDS] + [r.frac_zero_std]
+    args[1] = args[1][:2]
+    with pytest.raises(InvalidInputError, match="keep has 2 entries but advantages has 3"):
+        AdvantageResult(*args)
+
+
+def test_only_documented_names_are_public():
+    import types
+
+    public = {n for n in dir(grpo_fast) if not n.startswith("_")}
+    extra = {n for n in public - set(grpo_fast.__all__)
+             if not isinstance(getattr(grpo_fast, n), types.ModuleType)}  # fmt: skip
+    assert extra == set()
+    assert not hasattr(grpo_fast, "annotations")

@@ -8,6 +8,10 @@ propagation: numpy, written here.
 
 from __future__ import annotations
 
+import copy
+import json
+import multiprocessing
+import pickle
 import re
 
 import numpy as np
@@ -271,3 +275,150 @@ def test_no_exception_escapes_for_any_text(completions, gold):
     for col in s.columns.values():
         finite = col[~np.isnan(col)]
         assert set(finite.tolist()) <= {0.0, 1.0}
+
+
+# ---------------------------------------------------------------- the str boundary
+
+SURROGATE = json.loads('"\\ud83d"')  # a lone surrogate: valid str, not Unicode
+
+ALL_SPECS = [
+    MathReward(),
+    ExactMatchReward(),
+    ExactMatchReward(extract=False),
+    ChoiceReward(),
+    FormatReward(r"^.*$"),
+    OverlongReward(8, 4),
+    PythonReward(lambda c, g, n: [float(len(x)) for x in c], name="len"),
+]
+
+
+@pytest.mark.parametrize("spec", ALL_SPECS, ids=lambda s: s.name or type(s).__name__)
+def test_a_lone_surrogate_completion_earns_nothing_and_fails_no_batch(spec):
+    good = ["Answer: B", "#### 7"]
+    bad = [SURROGATE, "Answer: B" + SURROGATE]
+    golds = ["B", "7", "B", "B"]
+    lengths = [10, 6, 6, 7]
+    both = score_batch(spec, good + bad, golds, lengths)
+    alone = score_batch(spec, good, golds[:2], lengths[:2])
+    # The good items score as they do without the bad ones.
+    np.testing.assert_array_equal(both.total[:2], alone.total)
+    if isinstance(spec, OverlongReward):
+        # Overlong reads the token length, not the text.
+        assert both.total[2:].tolist() == [(4 - 6) / 4, (4 - 7) / 4]
+    elif isinstance(spec, PythonReward):
+        # The user's function gets the str as it is.
+        assert both.total[2:].tolist() == [1.0, 10.0]
+    else:
+        assert both.total[2:].tolist() == [0.0, 0.0]
+
+
+def test_an_unreadable_completion_is_not_an_empty_match():
+    # An empty completion would match `^$` and the empty gold; an unreadable
+    # one matches nothing.
+    for spec in (FormatReward("^$"), ExactMatchReward(extract=False)):
+        assert score_batch(spec, ["", SURROGATE], "").total.tolist() == [1.0, 0.0]
+
+
+def test_a_lone_surrogate_gold_is_unscorable():
+    s = combine(MathReward(), ExactMatchReward(), ChoiceReward()).score_batch(
+        ["#### 7", "(B)"], [SURROGATE, "B" + SURROGATE]
+    )
+    for col in s.columns.values():
+        assert np.isnan(col).all()
+    assert np.isnan(s.total).all()
+
+
+def test_an_over_long_completion_scores_as_one_without_an_answer():
+    long = "é" * 300 + r"\boxed{7}"
+    r = combine(MathReward(max_length=100), ExactMatchReward(max_length=100))
+    assert r.score_batch([long, r"\boxed{7}"], "7").total.tolist() == [0.0, 2.0]
+    # A format spec reads the whole text, whatever the other specs' limits.
+    r = combine(MathReward(max_length=100), FormatReward("7}$", name="fmt"))
+    assert r.score_batch([long], "7").columns["fmt"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize("value", [2**70, 2**32, -1, True, 2.0])
+def test_bad_overlong_lengths_are_invalid_input(value):
+    with pytest.raises(InvalidInputError, match="max_length"):
+        combine(OverlongReward(value, 0))
+
+
+@pytest.mark.parametrize("value", [2**70, -1, 1.5])
+def test_bad_extraction_options_of_specs_are_invalid_input(value):
+    for make in (MathReward, ExactMatchReward, ChoiceReward):
+        with pytest.raises(InvalidInputError, match="max_length"):
+            combine(make(max_length=value))
+
+
+def test_a_weight_beyond_float32_is_invalid_input():
+    with pytest.raises(InvalidInputError, match="weight"):
+        combine(MathReward(weight=1e300))
+
+
+def test_spec_kinds_are_the_core_kinds():
+    from grpo_fast import _core
+
+    specs = [
+        MathReward(),
+        ExactMatchReward(),
+        ChoiceReward(),
+        FormatReward("x"),
+        OverlongReward(4, 1),
+    ]
+    assert [s.kind for s in specs] == list(grpo_fast.names.REWARD_KINDS)
+    assert [s._compile().kind for s in specs] == [s.kind for s in specs]
+    assert grpo_fast.names.REWARD_KINDS == _core.REWARD_KINDS == (
+        "math", "exact", "choice", "format", "overlong",
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- pickling
+
+
+def short(completions, golds, lengths):
+    """A module-level PythonReward function (picklable, unlike a lambda)."""
+    return [float(len(c) < 5) for c in completions]
+
+
+BATCH = (
+    ["<think>a</think> 4", r"\boxed{4}", "(C) 4", "hello"],
+    ["4", "4", "C", None],
+    [3, 9, 12, 2],
+)
+
+
+def _rewards():
+    return combine(
+        MathReward(rel_tol=1e-3),
+        FormatReward(r"^<think>", weight=0.5),
+        ChoiceReward(weight=0.25),
+        OverlongReward(10, 4, weight=2.0),
+        PythonReward(short, weight=-1.0),
+    )
+
+
+def _assert_same_scores(a, b):
+    np.testing.assert_array_equal(a.total, b.total)
+    assert a.columns.keys() == b.columns.keys()
+    for k in a.columns:
+        np.testing.assert_array_equal(a.columns[k], b.columns[k])
+
+
+def test_rewards_pickle_and_deepcopy():
+    r = _rewards()
+    want = r.score_batch(*BATCH)
+    for copy_of in (lambda x: pickle.loads(pickle.dumps(x)), copy.deepcopy, copy.copy):
+        c = copy_of(r)
+        assert c.names == r.names and c.specs == r.specs
+        _assert_same_scores(c.score_batch(*BATCH), want)
+
+
+def _score_in_worker(r):
+    return r.score_batch(*BATCH)
+
+
+def test_rewards_through_a_spawned_worker():
+    r = _rewards()
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        got = pool.apply(_score_in_worker, (r,))
+    _assert_same_scores(got, r.score_batch(*BATCH))

@@ -11,9 +11,12 @@ thread count and of the calling context (threads, asyncio, a forked worker).
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
 import multiprocessing
 import os
 import sys
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
@@ -367,3 +370,127 @@ def test_parse_no_value(text):
 def test_parse_bad_input():
     with pytest.raises(InvalidInputError, match="text must be a str"):
         grpo_fast.parse(3)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- the str boundary
+
+# A lone surrogate: valid in a Python str (JSON data holds them), not Unicode.
+SURROGATE = json.loads('"\\ud83d"')
+BAD_TEXTS = [SURROGATE, "so \\boxed{7}" + SURROGATE, SURROGATE + "#### 7"]
+
+
+@pytest.mark.parametrize("pred", BAD_TEXTS)
+def test_a_lone_surrogate_is_a_non_match_not_an_exception(pred):
+    v = verify_detailed("7", pred)
+    assert v == grpo_fast.Verdict(False, "not valid unicode", "7", None)
+    assert verify("7", pred) is False
+    g = verify_detailed(pred, "7")
+    assert (g.matched, g.reason, g.pred) == (False, "not valid unicode: gold", None)
+    assert grpo_fast.extract_answer(pred) is None
+    assert grpo_fast.extract_gold(pred) is None
+    assert grpo_fast.parse(pred) is None
+
+
+def test_the_gold_reason_comes_first_for_an_unreadable_prediction():
+    assert verify_detailed("", SURROGATE).reason == "no gold answer"
+
+
+def test_a_batch_with_bad_strings_scores_the_others():
+    preds = ["\\boxed{7}", SURROGATE, "#### 7", BAD_TEXTS[1], "é 7", "8"]
+    golds = ["7", "7", SURROGATE, "7", "7", "8"]
+    want = [1.0, 0.0, 0.0, 0.0, float(verify("7", "é 7")), 1.0]
+    assert verify_batch(golds, preds).tolist() == want
+    # One gold for all: the same, pair by pair.
+    assert verify_batch("7", preds).tolist() == [float(verify("7", p)) for p in preds]
+    assert verify_batch(SURROGATE, preds).tolist() == [0.0] * len(preds)
+
+
+def test_the_length_limit_counts_utf8_bytes():
+    # "é" is 2 bytes: 30 of them (60 bytes) are over a 50-byte limit although
+    # they are 30 characters; 20 (40 bytes) plus the box are within it.
+    over = "é" * 30 + r"\boxed{7}"
+    within = "é" * 20 + r"\boxed{7}"
+    assert verify_detailed("7", over, max_length=50).reason.startswith("over budget")
+    assert verify("7", within, max_length=len(within.encode())) is True
+    assert verify("7", within, max_length=len(within.encode()) - 1) is False
+    assert verify_batch("7", [over, within], max_length=50).tolist() == [0.0, 1.0]
+
+
+def test_no_utf8_copy_outlives_the_call():
+    # CPython caches the UTF-8 form of a non-ASCII str inside the str object
+    # (sys.getsizeof grows by its size); the binding must use its own
+    # temporary instead, so the caller's strings stay as they were.
+    texts = ["é" * 1000 + rf"\boxed{{{i}}}" for i in range(50)]
+    before = [sys.getsizeof(t) for t in texts]
+    verify_batch("3", texts)
+    verify("3", texts[0])
+    grpo_fast.extract_answer(texts[1])
+    grpo_fast.score_batch(grpo_fast.rewards.MathReward(), texts, golds="3")
+    assert [sys.getsizeof(t) for t in texts] == before
+
+
+def test_an_over_long_text_is_refused_before_it_is_converted():
+    # 4 million non-ASCII characters: encoding them would allocate 8 MB.
+    huge = "é" * 4_000_000 + r"\boxed{7}"
+    tracemalloc.start()
+    try:
+        v = verify_detailed("7", huge)
+        out = verify_batch("7", [huge, huge])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert v.reason == "over budget: completion longer than the extraction limit"
+    assert out.tolist() == [0.0, 0.0]
+    assert peak < 1_000_000, peak
+
+
+@pytest.mark.parametrize("name", ["max_length", "tail_length"])
+@pytest.mark.parametrize("value", [2**70, -1, True, 1.5, "10", 2**64])
+def test_bad_length_options_are_invalid_input(name, value):
+    with pytest.raises(InvalidInputError, match=name):
+        verify("1", "1", **{name: value})
+    with pytest.raises(InvalidInputError, match=name):
+        verify_batch("1", ["1"], **{name: value})
+    with pytest.raises(InvalidInputError, match=name):
+        grpo_fast.extract_answer("1", **{name: value})
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), True, "0.1", [0.1]])
+def test_bad_rel_tol_is_invalid_input(value):
+    with pytest.raises(InvalidInputError, match="rel_tol"):
+        verify("1", "1", rel_tol=value)
+
+
+@pytest.mark.parametrize("rules", ["boxed", ["boxed", 3], ["nope"], 5])
+def test_bad_rules_are_invalid_input(rules):
+    with pytest.raises(InvalidInputError, match="rule"):
+        verify("1", "1", rules=rules)
+
+
+def test_defaults_are_the_documented_ones_and_defined_once():
+    from grpo_fast import _core
+    from grpo_fast.verify import RULES
+
+    core = _core.VerifyOptions()
+    # The README's defaults: 256 KiB, 500 bytes, 1e-6, the rule priority.
+    assert (core.max_length, core.tail_length, core.rel_tol) == (256 * 1024, 500, 1e-6)
+    assert core.allow_set_relation_comp is False
+    assert tuple(core.rules) == RULES == grpo_fast.names.DEFAULT_RULES
+    for fn in (verify, verify_detailed, verify_batch):
+        params = inspect.signature(fn).parameters
+        assert params["rel_tol"].default == core.rel_tol
+        assert params["allow_set_relation_comp"].default is core.allow_set_relation_comp
+    opts = _core.VerifyOptions(0.5, True, ("gsm8k",), 10, 20)
+    assert (opts.rel_tol, opts.allow_set_relation_comp, opts.rules) == (0.5, True, ["gsm8k"])
+    assert (opts.max_length, opts.tail_length) == (10, 20)
+
+
+def test_every_rule_name_is_accepted_and_reported():
+    documented = {
+        "boxed", "answer_tag", "final_answer", "gsm8k", "answer_colon", "answer_is",
+        "bare", "last_value", "bold", "choice", "math_span", "last_number",
+    }  # fmt: skip
+    assert set(grpo_fast.names.RULES) == documented
+    for rule in grpo_fast.names.RULES:
+        assert grpo_fast.extract_answer("x", rules=[rule]) is None or rule in ("bare",)
+    assert grpo_fast.extract_answer("#### 4", rules=["gsm8k"]).rule == "gsm8k"

@@ -10,7 +10,7 @@ the modules that need torch and transformers (``grpo_fast.trainer``,
 import importlib as _importlib
 from typing import Any as _Any
 
-from grpo_fast import errors, rewards
+from grpo_fast import errors, names, rewards
 from grpo_fast._core import __version__, get_num_threads, set_num_threads
 from grpo_fast.advantages import (
     AdvantageResult,
@@ -73,6 +73,7 @@ __all__ = [
     "broadcast_to_tokens",
     "compute_advantages",
     "errors",
+    "names",
     "Answer",
     "Extraction",
     "RewardScores",

@@ -6,10 +6,24 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+# The name tables (rust/core/src/names.rs); grpo_fast.names re-exports them.
+ESTIMATORS: tuple[str, ...]
+SCALES: tuple[str, ...]
+RULES: tuple[str, ...]
+DEFAULT_RULES: tuple[str, ...]
+REWARD_KINDS: tuple[str, ...]
 # pyo3 sets __all__ at runtime; stubtest checks it against this list.
 __all__ = [
     "AdvantageResult",
+    "DEFAULT_RULES",
+    "ESTIMATORS",
+    "ExtractOptions",
+    "REWARD_KINDS",
+    "RULES",
     "RewardSet",
+    "RewardSpec",
+    "SCALES",
+    "VerifyOptions",
     "__version__",
     "compute_advantages",
     "extract_answer",
@@ -22,7 +36,7 @@ __all__ = [
     "verify_batch",
 ]
 
-def set_num_threads(n: int) -> None: ...
+def set_num_threads(n: object) -> None: ...
 def get_num_threads() -> int: ...
 def group_ids(
     ids: Any,
@@ -36,8 +50,8 @@ def group_ids(
 def compute_advantages(
     rewards: Any,
     group_ids: Any,
-    estimator: str,
-    scale: str,
+    estimator: object,
+    scale: object,
     eps: float,
     unbiased: bool,
     success_threshold: float,
@@ -45,6 +59,19 @@ def compute_advantages(
 
 @final
 class AdvantageResult:
+    def __new__(
+        cls,
+        advantages: npt.NDArray[np.float32],
+        keep: npt.NDArray[np.bool_],
+        group_index: npt.NDArray[np.int64],
+        mean: npt.NDArray[np.float64],
+        std: npt.NDArray[np.float64],
+        size: npt.NDArray[np.int64],
+        num_valid: npt.NDArray[np.int64],
+        solve_rate: npt.NDArray[np.float64],
+        frac_zero_std: float,
+    ) -> AdvantageResult: ...
+    def __reduce__(self) -> tuple[type[AdvantageResult], tuple[Any, ...]]: ...
     @property
     def advantages(self) -> npt.NDArray[np.float32]: ...
     @property
@@ -67,42 +94,76 @@ class AdvantageResult:
     def num_groups(self) -> int: ...
     def __len__(self) -> int: ...
 
-# Answer extraction, verification and reward specs (rust/python/src/verify.rs).
-def extract_answer(
-    text: str, rules: list[str] | None, max_length: int | None, tail_length: int | None
-) -> tuple[list[str], str] | None: ...
-def extract_gold(
-    text: str, rules: list[str] | None, max_length: int | None, tail_length: int | None
-) -> tuple[list[str], str] | None: ...
-def parse(
-    text: str, rules: list[str] | None, max_length: int | None, tail_length: int | None
-) -> tuple[str | None, str | None, str]: ...
+# Answer extraction, verification and reward specs (rust/python/src/verify.rs,
+# options.rs). Texts are `object`: a non-str raises InvalidInputError.
+@final
+class ExtractOptions:
+    def __new__(
+        cls,
+        rules: object = None,
+        max_length: object = None,
+        tail_length: object = None,
+    ) -> ExtractOptions: ...
+    @property
+    def rules(self) -> list[str]: ...
+    @property
+    def max_length(self) -> int: ...
+    @property
+    def tail_length(self) -> int: ...
+
+@final
+class VerifyOptions:
+    def __new__(
+        cls,
+        rel_tol: object = None,
+        allow_set_relation_comp: object = None,
+        rules: object = None,
+        max_length: object = None,
+        tail_length: object = None,
+    ) -> VerifyOptions: ...
+    @property
+    def rel_tol(self) -> float: ...
+    @property
+    def allow_set_relation_comp(self) -> bool: ...
+    @property
+    def rules(self) -> list[str]: ...
+    @property
+    def max_length(self) -> int: ...
+    @property
+    def tail_length(self) -> int: ...
+
+def extract_answer(text: object, options: ExtractOptions) -> tuple[list[str], str] | None: ...
+def extract_gold(text: object, options: ExtractOptions) -> tuple[list[str], str] | None: ...
+def parse(text: object, options: ExtractOptions) -> tuple[str | None, str | None, str]: ...
 def verify(
-    gold: str,
-    pred: str,
-    rel_tol: float,
-    allow_set_relation_comp: bool,
-    rules: list[str] | None,
-    max_length: int | None,
-    tail_length: int | None,
+    gold: object, pred: object, options: VerifyOptions
 ) -> tuple[bool, str, str | None, str | None]: ...
 def verify_batch(
-    golds: str | list[str | None] | None,
-    preds: list[str],
-    rel_tol: float,
-    allow_set_relation_comp: bool,
-    rules: list[str] | None,
-    max_length: int | None,
-    tail_length: int | None,
+    golds: object, preds: object, options: VerifyOptions
 ) -> npt.NDArray[np.float32]: ...
 
 @final
+class RewardSpec:
+    @staticmethod
+    def math(options: VerifyOptions) -> RewardSpec: ...
+    @staticmethod
+    def exact(case_sensitive: bool, extract: ExtractOptions | None = None) -> RewardSpec: ...
+    @staticmethod
+    def choice(extract: ExtractOptions) -> RewardSpec: ...
+    @staticmethod
+    def format(pattern: object, dot_all: bool) -> RewardSpec: ...
+    @staticmethod
+    def overlong(max_length: object, cache_length: object) -> RewardSpec: ...
+    @property
+    def kind(self) -> str: ...
+
+@final
 class RewardSet:
-    def __new__(cls, specs: list[tuple[str, dict[str, Any], float]]) -> RewardSet: ...
+    def __new__(cls, specs: list[tuple[RewardSpec, float]]) -> RewardSet: ...
     def score(
         self,
-        completions: list[str],
-        golds: str | list[str | None] | None,
+        completions: object,
+        golds: object,
         lengths: npt.NDArray[np.int64] | None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
     def __len__(self) -> int: ...

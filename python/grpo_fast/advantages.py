@@ -14,8 +14,11 @@ import numpy as np
 from grpo_fast import _core
 from grpo_fast._ids import as_float_array, as_group_ids
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.names import ESTIMATORS, SCALES
 
 __all__ = [
+    "ESTIMATORS",
+    "SCALES",
     "AdvantageResult",
     "Groups",
     "broadcast_to_tokens",
@@ -23,16 +26,12 @@ __all__ = [
     "group",
 ]
 
-ESTIMATORS = ("grpo", "rloo", "reinforce_pp_baseline", "grpo_passk")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _INT64 = (np.dtype(np.int64),)
 
 
 def _is_ready(x: Any, dtypes: tuple[np.dtype, ...]) -> bool:
     return type(x) is np.ndarray and x.dtype in dtypes and x.ndim == 1 and x.flags.c_contiguous
-
-
-SCALES = ("group", "batch", "none")
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,8 @@ def group(group_ids: Any) -> Groups:
 
 
 # Built in Rust; its arrays become numpy on first access, so a caller that
-# reads only `advantages` pays for one array. Documented in its docstring.
+# reads only `advantages` pays for one array. It pickles as its arrays.
+# Documented in its docstring.
 AdvantageResult = _core.AdvantageResult
 
 
@@ -107,6 +107,8 @@ def compute_advantages(
     group_ids : int array, list of str, or numpy str/object array [N]
         The prompt each rollout answers, in any order, groups of any size.
     estimator : {"grpo", "rloo", "reinforce_pp_baseline", "grpo_passk"}
+        (:data:`grpo_fast.names.ESTIMATORS`; ``reinforce_plus_plus_baseline``
+        and ``reinforce++-baseline`` are accepted for ``reinforce_pp_baseline``)
         - ``grpo``: ``(r - mean_g) / (std + eps)``, std chosen by ``scale``.
         - ``rloo``: ``r - mean of the other rollouts of the group``.
         - ``reinforce_pp_baseline``: ``r - mean_g``, then whitened over the
@@ -137,10 +139,7 @@ def compute_advantages(
     >>> out.keep.tolist(), out.frac_zero_std
     ([True, True, False, False], 0.5)
     """
-    if estimator not in ESTIMATORS:
-        raise InvalidInputError(f"unknown estimator {estimator!r}; expected one of {ESTIMATORS}")
-    if scale not in SCALES:
-        raise InvalidInputError(f"unknown scale {scale!r}; expected one of {SCALES}")
+    # The names (and their aliases) are checked once, in Rust.
     # The common call (contiguous 1-D float rewards, int64 ids) skips the
     # conversions: at N = 1,024 they would cost as much as the computation.
     r = rewards if _is_ready(rewards, _FLOATS) else as_float_array(rewards, "rewards")

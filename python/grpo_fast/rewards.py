@@ -29,14 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from grpo_fast import _core
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.verify import as_list, check_extract_options
+from grpo_fast.verify import _VERIFY_DEFAULTS, as_list, extract_options, verify_options
 
 __all__ = [
     "ChoiceReward",
@@ -55,21 +55,20 @@ __all__ = [
 
 
 class RewardSpec:
-    """Base class of the reward specs; ``weight`` and ``name`` on every one."""
+    """Base class of the reward specs; ``weight`` and ``name`` on every one.
+
+    ``kind`` is the spec's name in :data:`grpo_fast.names.REWARD_KINDS` (or
+    ``"python"``) and the default column name. A spec pickles as its fields
+    (a :class:`PythonReward` as far as its function does).
+    """
 
     weight: float
     name: str | None
-    kind: str = ""
+    kind: ClassVar[str] = ""
 
-    def _params(self) -> dict[str, Any]:
+    def _compile(self) -> _core.RewardSpec | None:
+        """The checked Rust spec (None: scored in Python)."""
         raise NotImplementedError
-
-
-def _extract_params(
-    rules: Sequence[str] | None, max_length: int | None, tail_length: int | None
-) -> dict[str, Any]:
-    rules_, max_length_, tail_length_ = check_extract_options(rules, max_length, tail_length)
-    return {"rules": rules_, "max_length": max_length_, "tail_length": tail_length_}
 
 
 @dataclass(frozen=True)
@@ -84,23 +83,25 @@ class MathReward(RewardSpec):
     array([1., 0.], dtype=float32)
     """
 
-    rel_tol: float = 1e-6
-    allow_set_relation_comp: bool = False
+    rel_tol: float = _VERIFY_DEFAULTS.rel_tol
+    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp
     rules: Sequence[str] | None = None
     max_length: int | None = None
     tail_length: int | None = None
     weight: float = 1.0
     name: str | None = None
-    kind = "math"
+    kind: ClassVar[str] = "math"
 
-    def _params(self) -> dict[str, Any]:
-        if not isinstance(self.rel_tol, (int, float)) or not self.rel_tol >= 0:
-            raise InvalidInputError(f"rel_tol must be a number >= 0, not {self.rel_tol!r}")
-        return {
-            "rel_tol": float(self.rel_tol),
-            "allow_set_relation_comp": bool(self.allow_set_relation_comp),
-            **_extract_params(self.rules, self.max_length, self.tail_length),
-        }
+    def _compile(self) -> _core.RewardSpec:
+        return _core.RewardSpec.math(
+            verify_options(
+                self.rel_tol,
+                self.allow_set_relation_comp,
+                self.rules,
+                self.max_length,
+                self.tail_length,
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -123,14 +124,11 @@ class ExactMatchReward(RewardSpec):
     tail_length: int | None = None
     weight: float = 1.0
     name: str | None = None
-    kind = "exact"
+    kind: ClassVar[str] = "exact"
 
-    def _params(self) -> dict[str, Any]:
-        return {
-            "extract": bool(self.extract),
-            "case_sensitive": bool(self.case_sensitive),
-            **_extract_params(self.rules, self.max_length, self.tail_length),
-        }
+    def _compile(self) -> _core.RewardSpec:
+        opts = extract_options(self.rules, self.max_length, self.tail_length)
+        return _core.RewardSpec.exact(bool(self.case_sensitive), opts if self.extract else None)
 
 
 @dataclass(frozen=True)
@@ -149,10 +147,12 @@ class ChoiceReward(RewardSpec):
     tail_length: int | None = None
     weight: float = 1.0
     name: str | None = None
-    kind = "choice"
+    kind: ClassVar[str] = "choice"
 
-    def _params(self) -> dict[str, Any]:
-        return _extract_params(self.rules, self.max_length, self.tail_length)
+    def _compile(self) -> _core.RewardSpec:
+        return _core.RewardSpec.choice(
+            extract_options(self.rules, self.max_length, self.tail_length)
+        )
 
 
 @dataclass(frozen=True)
@@ -172,12 +172,10 @@ class FormatReward(RewardSpec):
     dot_all: bool = True
     weight: float = 1.0
     name: str | None = None
-    kind = "format"
+    kind: ClassVar[str] = "format"
 
-    def _params(self) -> dict[str, Any]:
-        if not isinstance(self.pattern, str):
-            raise InvalidInputError(f"pattern must be a str, not {type(self.pattern).__name__}")
-        return {"pattern": self.pattern, "dot_all": bool(self.dot_all)}
+    def _compile(self) -> _core.RewardSpec:
+        return _core.RewardSpec.format(self.pattern, bool(self.dot_all))
 
 
 @dataclass(frozen=True)
@@ -197,14 +195,10 @@ class OverlongReward(RewardSpec):
     cache_length: int
     weight: float = 1.0
     name: str | None = None
-    kind = "overlong"
+    kind: ClassVar[str] = "overlong"
 
-    def _params(self) -> dict[str, Any]:
-        for key in ("max_length", "cache_length"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**32:
-                raise InvalidInputError(f"{key} must be an int in [0, 2**32), not {v!r}")
-        return {"max_length": self.max_length, "cache_length": self.cache_length}
+    def _compile(self) -> _core.RewardSpec:
+        return _core.RewardSpec.overlong(self.max_length, self.cache_length)
 
 
 @dataclass(frozen=True)
@@ -223,12 +217,12 @@ class PythonReward(RewardSpec):
     fn: Callable[[list[str], list[str | None], np.ndarray | None], Sequence[float | None]]
     weight: float = 1.0
     name: str | None = None
-    kind = "python"
+    kind: ClassVar[str] = "python"
 
-    def _params(self) -> dict[str, Any]:
+    def _compile(self) -> None:
         if not callable(self.fn):
             raise InvalidInputError(f"fn must be callable, not {type(self.fn).__name__}")
-        return {}
+        return None
 
 
 def overlong_penalty(length: int, max_length: int, cache_length: int) -> float:
@@ -265,7 +259,12 @@ class RewardScores:
 
 
 class Rewards:
-    """Several weighted reward specs, compiled once; see :func:`combine`."""
+    """Several weighted reward specs, compiled once; see :func:`combine`.
+
+    It pickles and deep-copies as its specs (compiled again on loading), so
+    it can be sent to worker processes; a :class:`PythonReward` needs a
+    picklable function (a module-level one, not a lambda).
+    """
 
     def __init__(self, specs: Sequence[RewardSpec]) -> None:
         specs = list(specs)
@@ -289,13 +288,15 @@ class Rewards:
             names.append(name)
         self.specs: tuple[RewardSpec, ...] = tuple(specs)
         self.names: tuple[str, ...] = tuple(names)
-        self._rust = [i for i, s in enumerate(specs) if not isinstance(s, PythonReward)]
+        compiled = [s._compile() for s in specs]
+        self._rust = [i for i, c in enumerate(compiled) if c is not None]
         self._set = _core.RewardSet(
-            [(specs[i].kind, specs[i]._params(), float(specs[i].weight)) for i in self._rust]
+            [(c, float(s.weight)) for s, c in zip(specs, compiled, strict=True) if c is not None]
         )
-        for s in specs:
-            if isinstance(s, PythonReward):
-                s._params()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The compiled Rust set is rebuilt from the specs on unpickling.
+        return (Rewards, (self.specs,))
 
     def __repr__(self) -> str:
         return f"Rewards({', '.join(self.names)})"

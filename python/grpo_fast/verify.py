@@ -21,6 +21,8 @@ import numpy.typing as npt
 
 from grpo_fast import _core
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.names import DEFAULT_RULES
+from grpo_fast.names import RULES as ALL_RULES
 
 __all__ = [
     "RULES",
@@ -28,28 +30,25 @@ __all__ = [
     "Extraction",
     "Verdict",
     "as_list",
-    "check_extract_options",
     "extract_answer",
+    "extract_options",
     "extract_gold",
     "parse",
     "verify",
     "verify_batch",
     "verify_detailed",
+    "verify_options",
 ]
 
-#: The extraction rules, in the default priority (``last_value`` takes the
-#: latest of ``bold``, ``math_span``, ``choice`` and ``last_number``).
-RULES: tuple[str, ...] = (
-    "boxed",
-    "answer_tag",
-    "final_answer",
-    "gsm8k",
-    "answer_colon",
-    "answer_is",
-    "bare",
-    "last_value",
-)
-_ALL_RULES = (*RULES, "bold", "math_span", "choice", "last_number")
+#: The extraction rules, in the default priority (defined in Rust; see
+#: :mod:`grpo_fast.names`).
+RULES: tuple[str, ...] = DEFAULT_RULES
+_ALL_RULES = ALL_RULES
+
+# The options objects check every value once, in Rust, and carry the core's
+# defaults; the common call (every option left alone) reuses these two.
+_EXTRACT_DEFAULTS = _core.ExtractOptions()
+_VERIFY_DEFAULTS = _core.VerifyOptions()
 
 
 @dataclass(frozen=True)
@@ -74,25 +73,35 @@ class Extraction:
         return ", ".join(self.parts)
 
 
-def check_extract_options(
-    rules: Sequence[str] | None, max_length: int | None, tail_length: int | None
-) -> tuple[list[str] | None, int | None, int | None]:
-    """Validate the extraction keywords shared by every public function."""
-    if rules is not None:
-        if isinstance(rules, str) or not all(isinstance(r, str) for r in rules):
-            raise InvalidInputError(f"rules must be a sequence of rule names, not {rules!r}")
-        unknown = [r for r in rules if r not in _ALL_RULES]
-        if unknown:
-            raise InvalidInputError(
-                f"unknown extraction rule {unknown[0]!r}; expected one of {', '.join(_ALL_RULES)}"
-            )
-        rules = list(rules)
-    for name, value in (("max_length", max_length), ("tail_length", tail_length)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
-            raise InvalidInputError(f"{name} must be a non-negative int, not {value!r}")
-    return rules, max_length, tail_length
+def extract_options(
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> _core.ExtractOptions:
+    """The extraction keywords shared by every public function, checked."""
+    if rules is None and max_length is None and tail_length is None:
+        return _EXTRACT_DEFAULTS
+    return _core.ExtractOptions(rules, max_length, tail_length)
+
+
+def verify_options(
+    rel_tol: float = _VERIFY_DEFAULTS.rel_tol,
+    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp,
+    rules: Sequence[str] | None = None,
+    max_length: int | None = None,
+    tail_length: int | None = None,
+) -> _core.VerifyOptions:
+    """The keywords of :func:`verify`, checked."""
+    if (
+        rel_tol == _VERIFY_DEFAULTS.rel_tol
+        and type(rel_tol) is float
+        and allow_set_relation_comp is _VERIFY_DEFAULTS.allow_set_relation_comp
+        and rules is None
+        and max_length is None
+        and tail_length is None
+    ):
+        return _VERIFY_DEFAULTS
+    return _core.VerifyOptions(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
 
 
 def as_list(name: str, value: Any) -> list[Any]:
@@ -105,12 +114,6 @@ def as_list(name: str, value: Any) -> list[Any]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise InvalidInputError(f"{name} must be a list of str, not {type(value).__name__}")
     return list(value)
-
-
-def _check_str(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a str, not {type(value).__name__}")
-    return value
 
 
 def extract_answer(
@@ -159,8 +162,7 @@ def extract_answer(
     >>> extract_answer("no value here") is None
     True
     """
-    _check_str("completion", completion)
-    found = _core.extract_answer(completion, *check_extract_options(rules, max_length, tail_length))
+    found = _core.extract_answer(completion, extract_options(rules, max_length, tail_length))
     return None if found is None else Extraction(tuple(found[0]), found[1])
 
 
@@ -181,8 +183,7 @@ def extract_gold(
     >>> extract_gold("Half of 144 is 72.\\n#### 72").parts
     ('72',)
     """
-    _check_str("gold", gold)
-    found = _core.extract_gold(gold, *check_extract_options(rules, max_length, tail_length))
+    found = _core.extract_gold(gold, extract_options(rules, max_length, tail_length))
     return None if found is None else Extraction(tuple(found[0]), found[1])
 
 
@@ -234,10 +235,7 @@ def parse(
     >>> parse("") is None
     True
     """
-    _check_str("text", text)
-    canonical, kind, _reason = _core.parse(
-        text, *check_extract_options(rules, max_length, tail_length)
-    )
+    canonical, kind, _reason = _core.parse(text, extract_options(rules, max_length, tail_length))
     if canonical is None or kind is None:
         return None
     return Answer(canonical, kind)
@@ -254,7 +252,8 @@ class Verdict:
     reason : str
         ``"match"``, ``"no match"``, ``"no answer found"``, ``"no gold
         answer"``, ``"empty answer"``, ``"unparseable answer: ..."``,
-        ``"over budget: ..."`` (a limit was hit: the item is a non-match).
+        ``"over budget: ..."`` (a limit was hit: the item is a non-match),
+        ``"not valid unicode"`` (a ``str`` holding a lone surrogate).
     gold, pred : str or None
         The canonical form of each parsed answer (None where it did not parse).
     """
@@ -268,28 +267,12 @@ class Verdict:
         return self.matched
 
 
-def _verify_args(
-    rel_tol: float,
-    allow_set_relation_comp: bool,
-    rules: Sequence[str] | None,
-    max_length: int | None,
-    tail_length: int | None,
-) -> tuple[Any, ...]:
-    if isinstance(rel_tol, bool) or not isinstance(rel_tol, (int, float)) or not rel_tol >= 0:
-        raise InvalidInputError(f"rel_tol must be a number >= 0, not {rel_tol!r}")
-    return (
-        float(rel_tol),
-        bool(allow_set_relation_comp),
-        *check_extract_options(rules, max_length, tail_length),
-    )
-
-
 def verify_detailed(
     gold: str,
     pred: str,
     *,
-    rel_tol: float = 1e-6,
-    allow_set_relation_comp: bool = False,
+    rel_tol: float = _VERIFY_DEFAULTS.rel_tol,
+    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp,
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
@@ -303,18 +286,16 @@ def verify_detailed(
     >>> verify_detailed("72", "I do not know").reason
     'no answer found'
     """
-    _check_str("gold", gold)
-    _check_str("pred", pred)
-    args = _verify_args(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
-    return Verdict(*_core.verify(gold, pred, *args))
+    opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
+    return Verdict(*_core.verify(gold, pred, opts))
 
 
 def verify(
     gold: str,
     pred: str,
     *,
-    rel_tol: float = 1e-6,
-    allow_set_relation_comp: bool = False,
+    rel_tol: float = _VERIFY_DEFAULTS.rel_tol,
+    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp,
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
@@ -341,8 +322,10 @@ def verify(
     Returns
     -------
     bool
-        Never raises for any pair of str: a pair that is unparseable or over
-        a budget is a non-match (see :func:`verify_detailed` for why).
+        Never raises for any pair of str: a pair that is unparseable, over
+        a budget or not valid Unicode (a lone surrogate) is a non-match (see
+        :func:`verify_detailed` for why). A text longer than ``max_length``
+        is refused from its length alone, before it is converted.
 
     Examples
     --------
@@ -368,8 +351,8 @@ def verify_batch(
     golds: str | Sequence[str | None],
     preds: Sequence[str],
     *,
-    rel_tol: float = 1e-6,
-    allow_set_relation_comp: bool = False,
+    rel_tol: float = _VERIFY_DEFAULTS.rel_tol,
+    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp,
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
@@ -399,5 +382,5 @@ def verify_batch(
     texts = as_list("preds", preds)
     if not (golds is None or isinstance(golds, str)):
         golds = as_list("golds", golds)
-    args = _verify_args(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
-    return _core.verify_batch(golds, texts, *args)
+    opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
+    return _core.verify_batch(golds, texts, opts)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.names import ANCHORED_RULES
 from grpo_fast.verify import RULES, extract_answer, verify_detailed
 from grpo_fast.verify import parse as parse_value
 
@@ -50,9 +51,6 @@ __all__ = [
     "parse",
     "verify",
 ]
-
-#: Only anchored answers, as math-verify with ``try_extract_without_anchor=False``.
-ANCHORED_RULES: tuple[str, ...] = ("boxed", "final_answer", "answer_colon", "answer_is")
 
 
 @dataclass(frozen=True)

@@ -11,52 +11,38 @@
 //! than two scorable rewards, or whose scorable rewards are all equal, carries
 //! no signal and gets exactly 0.
 
-use std::str::FromStr;
-
 use rayon::prelude::*;
+use strum::{EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::{CoreError, Result};
 use crate::group::Groups;
 use crate::parallel;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An advantage estimator; its name is the `snake_case` of the variant
+/// (see `crate::names`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, EnumString, IntoStaticStr, VariantNames)]
+#[strum(serialize_all = "snake_case")]
 pub enum Estimator {
     /// `(r - mean_g) / (std + eps)` (Shao et al. 2024, DeepSeekMath).
     Grpo,
     /// Leave-one-out baseline: `r - (sum_g - r) / (n_g - 1)` (Ahmadian et al. 2024).
     Rloo,
     /// `r - mean_g`, then whitened over the batch (REINFORCE++, Hu 2025).
+    /// Also accepted under OpenRLHF's and verl's spellings.
+    #[strum(
+        to_string = "reinforce_pp_baseline",
+        serialize = "reinforce_plus_plus_baseline",
+        serialize = "reinforce++-baseline"
+    )]
     ReinforcePpBaseline,
     /// Only the best rollout of a group gets `max - second max` (pass@k
     /// training, as verl's `grpo_passk`).
     GrpoPassk,
 }
 
-impl Estimator {
-    pub const NAMES: &'static str = "'grpo', 'rloo', 'reinforce_pp_baseline', 'grpo_passk'";
-}
-
-impl FromStr for Estimator {
-    type Err = CoreError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "grpo" => Ok(Self::Grpo),
-            "rloo" => Ok(Self::Rloo),
-            "reinforce_pp_baseline" | "reinforce_plus_plus_baseline" | "reinforce++-baseline" => {
-                Ok(Self::ReinforcePpBaseline)
-            }
-            "grpo_passk" => Ok(Self::GrpoPassk),
-            _ => Err(CoreError::UnknownName {
-                what: "estimator",
-                got: s.to_owned(),
-                expected: Self::NAMES,
-            }),
-        }
-    }
-}
-
 /// What the centred reward of `grpo` / `grpo_passk` is divided by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, EnumString, IntoStaticStr, VariantNames)]
+#[strum(serialize_all = "snake_case")]
 pub enum Scale {
     /// The group's std (GRPO).
     Group,
@@ -64,26 +50,6 @@ pub enum Scale {
     Batch,
     /// Nothing (Dr. GRPO, Liu et al. 2025).
     None,
-}
-
-impl Scale {
-    pub const NAMES: &'static str = "'group', 'batch', 'none'";
-}
-
-impl FromStr for Scale {
-    type Err = CoreError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "group" => Ok(Self::Group),
-            "batch" => Ok(Self::Batch),
-            "none" => Ok(Self::None),
-            _ => Err(CoreError::UnknownName {
-                what: "scale",
-                got: s.to_owned(),
-                expected: Self::NAMES,
-            }),
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

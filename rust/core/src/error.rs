@@ -21,11 +21,11 @@ pub enum CoreError {
         value: f64,
     },
     /// A name that selects behaviour (an estimator, a scale mode) is unknown.
-    #[error("unknown {what} {got:?}; expected one of {expected}")]
+    #[error("unknown {what} '{got}'; expected one of {}", .expected.join(", "))]
     UnknownName {
         what: &'static str,
         got: String,
-        expected: &'static str,
+        expected: &'static [&'static str],
     },
     /// A numeric parameter outside its domain.
     #[error("{0}")]

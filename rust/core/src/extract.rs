@@ -12,9 +12,14 @@ use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use memchr::memmem;
+use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
-/// Which rule found an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which rule found an answer; its name is the `snake_case` of the variant
+/// (see `crate::names`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumString, IntoStaticStr, VariantNames, VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Rule {
     /// `\boxed{…}` / `\fbox{…}` (nested braces; every box is one part).
     Boxed,
@@ -48,45 +53,15 @@ pub enum Rule {
 impl Rule {
     /// The rule's name, as the Python API spells it.
     pub fn name(self) -> &'static str {
-        match self {
-            Rule::Boxed => "boxed",
-            Rule::AnswerTag => "answer_tag",
-            Rule::FinalAnswer => "final_answer",
-            Rule::Gsm8k => "gsm8k",
-            Rule::AnswerColon => "answer_colon",
-            Rule::AnswerIs => "answer_is",
-            Rule::LastValue => "last_value",
-            Rule::Bold => "bold",
-            Rule::Choice => "choice",
-            Rule::MathSpan => "math_span",
-            Rule::LastNumber => "last_number",
-            Rule::Bare => "bare",
-        }
+        self.into()
     }
 
     /// Every rule, in the default priority (plus the parts of `LastValue` and `Bare`).
-    pub const ALL: [Rule; 12] = [
-        Rule::Boxed,
-        Rule::AnswerTag,
-        Rule::FinalAnswer,
-        Rule::Gsm8k,
-        Rule::AnswerColon,
-        Rule::AnswerIs,
-        Rule::LastValue,
-        Rule::Bold,
-        Rule::Choice,
-        Rule::MathSpan,
-        Rule::LastNumber,
-        Rule::Bare,
-    ];
+    pub const ALL: &'static [Rule] = <Rule as VariantArray>::VARIANTS;
 
-    /// The names accepted by [`Rule::from_name`], for error messages.
-    pub const NAMES: &'static str = "boxed, answer_tag, final_answer, gsm8k, answer_colon, \
-        answer_is, bare, last_value, bold, choice, math_span, last_number";
-
-    /// The rule called `name` (see [`Rule::name`]); `Bare` is not selectable.
+    /// The rule called `name` (see [`Rule::name`]).
     pub fn from_name(name: &str) -> Option<Rule> {
-        Rule::ALL.into_iter().find(|r| r.name() == name)
+        name.parse().ok()
     }
 
     fn is_marker(self) -> bool {
@@ -1398,7 +1373,7 @@ mod tests {
         assert_eq!(Rule::from_name("bare"), Some(Rule::Bare));
         assert_eq!(Rule::from_name("nope"), None);
         for r in Rule::ALL {
-            assert!(Rule::NAMES.contains(r.name()));
+            assert!(<Rule as VariantNames>::VARIANTS.contains(&r.name()));
         }
     }
 

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod group;
 pub mod math;
+pub mod names;
 pub mod parallel;
 pub mod reward;
 pub mod verify;

@@ -83,12 +83,16 @@ fn build(threads: usize) -> ThreadPool {
         })
 }
 
+/// The most threads [`set_num_threads`] accepts: far more than any machine
+/// has cores, and few enough that building the pool cannot exhaust the OS.
+pub const MAX_THREADS: usize = 1024;
+
 /// Set the number of worker threads; takes effect on the next call.
 pub fn set_num_threads(n: usize) -> Result<()> {
-    if n == 0 {
-        return Err(CoreError::InvalidParameter(
-            "num_threads must be at least 1".into(),
-        ));
+    if !(1..=MAX_THREADS).contains(&n) {
+        return Err(CoreError::InvalidParameter(format!(
+            "num_threads must be an int in [1, {MAX_THREADS}], not {n}"
+        )));
     }
     *REQUESTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(n);
     let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());

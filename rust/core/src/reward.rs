@@ -9,6 +9,7 @@
 
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder};
+use strum::{EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::{CoreError, Result};
 use crate::extract::{extract_answer, ExtractOptions};
@@ -23,6 +24,17 @@ pub const MIN_PARALLEL_ITEMS: usize = 64;
 /// Compiled regexes above this size are refused (the `regex` crate's
 /// matching is linear-time; this bounds its memory).
 const REGEX_SIZE_LIMIT: usize = 1 << 21;
+
+/// The kinds of [`Spec`], by name (see `crate::names`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, EnumString, IntoStaticStr, VariantNames)]
+#[strum(serialize_all = "snake_case")]
+pub enum RewardKind {
+    Math,
+    Exact,
+    Choice,
+    Format,
+    Overlong,
+}
 
 /// One reward.
 #[derive(Debug, Clone)]
@@ -66,6 +78,31 @@ impl Spec {
             )));
         }
         Ok(Spec::Overlong { max_len, cache_len })
+    }
+
+    pub fn kind(&self) -> RewardKind {
+        match self {
+            Spec::Math(_) => RewardKind::Math,
+            Spec::Exact { .. } => RewardKind::Exact,
+            Spec::Choice(_) => RewardKind::Choice,
+            Spec::Format(_) => RewardKind::Format,
+            Spec::Overlong { .. } => RewardKind::Overlong,
+        }
+    }
+
+    /// How many bytes of a completion the spec reads at most (`usize::MAX`:
+    /// all of it); a longer completion scores as if it had no answer.
+    pub fn read_limit(&self) -> usize {
+        match self {
+            Spec::Math(opts) => opts.extract.max_len,
+            Spec::Exact {
+                extract: Some(opts),
+                ..
+            }
+            | Spec::Choice(opts) => opts.max_len,
+            Spec::Exact { extract: None, .. } | Spec::Format(_) => usize::MAX,
+            Spec::Overlong { .. } => 0,
+        }
     }
 
     fn needs_gold(&self) -> bool {
@@ -243,17 +280,50 @@ impl RewardSet {
                 })
             })
             .collect();
-        let total = (0..n)
-            .map(|i| {
-                self.specs
-                    .iter()
-                    .zip(&columns)
-                    .filter(|((_, w), _)| *w != 0.0)
-                    .map(|((_, w), col)| w * col[i])
-                    .sum()
-            })
-            .collect();
+        let total = (0..n).map(|i| self.total_at(&columns, i)).collect();
         Ok(Scores { total, columns })
+    }
+
+    fn total_at(&self, columns: &[Vec<f32>], i: usize) -> f32 {
+        self.specs
+            .iter()
+            .zip(columns)
+            .filter(|((_, w), _)| *w != 0.0)
+            .map(|((_, w), col)| w * col[i])
+            .sum()
+    }
+
+    /// The most bytes of a completion any spec reads (`usize::MAX`: all).
+    pub fn read_limit(&self) -> usize {
+        self.specs
+            .iter()
+            .map(|(s, _)| s.read_limit())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// [`RewardSet::score`] where `None` marks a completion the caller could
+    /// not read (not valid Unicode, or longer than [`RewardSet::read_limit`]
+    /// and refused unread): it scores as an empty completion that earns
+    /// nothing, i.e. 0 in every column (NaN where the spec cannot score the
+    /// item, the overlong penalty where lengths are given).
+    pub fn score_texts(
+        &self,
+        completions: &[Option<&str>],
+        golds: Golds<'_>,
+        lengths: Option<&[u32]>,
+    ) -> Result<Scores> {
+        let texts: Vec<&str> = completions.iter().map(|c| c.unwrap_or("")).collect();
+        let mut scores = self.score(&texts, golds, lengths)?;
+        for (i, _) in completions.iter().enumerate().filter(|(_, c)| c.is_none()) {
+            for col in &mut scores.columns {
+                if col[i] > 0.0 {
+                    col[i] = 0.0;
+                }
+            }
+            scores.total[i] = self.total_at(&scores.columns, i);
+        }
+        Ok(scores)
     }
 }
 
@@ -426,5 +496,73 @@ mod tests {
             .map(|i| if i * 7 >= 100 { 1.0 } else { 0.0 })
             .collect();
         assert_eq!(s.total, want);
+    }
+
+    #[test]
+    fn an_unread_completion_earns_nothing() {
+        let set = RewardSet {
+            specs: vec![
+                (Spec::Math(VerifyOptions::default()), 1.0),
+                (Spec::format("^$", false).expect("valid"), 1.0),
+                (Spec::overlong(8, 4).expect("valid"), 0.5),
+            ],
+        };
+        let s = set
+            .score_texts(
+                &[None, Some("\\boxed{3}")],
+                Golds::One(Some("3")),
+                Some(&[6, 6]),
+            )
+            .expect("scored");
+        // The format `^$` would pay an empty text: an unread one gets 0.
+        assert_eq!(
+            s.columns,
+            vec![vec![0.0, 1.0], vec![0.0, 0.0], vec![-0.5, -0.5]]
+        );
+        assert_eq!(s.total, vec![-0.25, 0.75]);
+        let s = set
+            .score_texts(&[None], Golds::One(Some("")), Some(&[1]))
+            .expect("scored");
+        assert!(
+            s.columns[0][0].is_nan(),
+            "an unusable gold stays unscorable"
+        );
+        assert_eq!(set.read_limit(), usize::MAX);
+        let math_only = RewardSet {
+            specs: vec![(Spec::Math(VerifyOptions::default()), 1.0)],
+        };
+        assert_eq!(math_only.read_limit(), crate::extract::DEFAULT_MAX_LEN);
+    }
+
+    #[test]
+    fn an_unread_side_is_a_non_match_with_its_reason() {
+        use crate::verify::{verify_text, Unread};
+        let o = VerifyOptions::default();
+        let v = verify_text(Ok("3"), Err(Unread::NotUnicode), &o);
+        assert_eq!(
+            (v.matched, v.reason.as_str(), v.gold.as_deref(), v.pred),
+            (false, "not valid unicode", Some("3"), None)
+        );
+        let v = verify_text(Err(Unread::NotUnicode), Ok("3"), &o);
+        assert_eq!(
+            (v.matched, v.reason.as_str()),
+            (false, "not valid unicode: gold")
+        );
+        let v = verify_text(Ok(""), Err(Unread::NotUnicode), &o);
+        assert_eq!(v.reason, "no gold answer", "the gold's problem comes first");
+        // The reasons of a text refused unread are those of one read in full.
+        let long = "1".repeat(o.extract.max_len + 1);
+        let max = o.extract.max_len;
+        fn unread(t: &str, max: usize) -> crate::verify::Text<'_> {
+            if t.len() > max {
+                Err(Unread::TooLong)
+            } else {
+                Ok(t)
+            }
+        }
+        for (g, p) in [("3", long.as_str()), (long.as_str(), "3")] {
+            let read = verify(g, p, &o);
+            assert_eq!(verify_text(unread(g, max), unread(p, max), &o), read);
+        }
     }
 }

@@ -405,3 +405,50 @@ mod tests {
         assert!(!verify("\\sqrt2", "\\boxed{1.41421356}", &none).matched);
     }
 }
+
+/// Why a text was not read: the binding decides this before converting a
+/// Python `str` to UTF-8, so that a hostile one costs nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unread {
+    /// Longer than the extraction limit (known from its length alone).
+    TooLong,
+    /// Not valid Unicode (a Python `str` holding a lone surrogate).
+    NotUnicode,
+}
+
+/// A text, or why it was not read.
+pub type Text<'a> = std::result::Result<&'a str, Unread>;
+
+/// [`verify`] where either side may be unread. An unread side is a
+/// non-match, reported like an unusable one: the gold's problem first.
+pub fn verify_text(gold: Text<'_>, pred: Text<'_>, opts: &VerifyOptions) -> Verdict {
+    let gold = match gold {
+        Ok(g) => g,
+        Err(Unread::TooLong) => {
+            return verdict(
+                false,
+                "over budget: gold longer than the extraction limit",
+                None,
+                None,
+            )
+        }
+        Err(Unread::NotUnicode) => return verdict(false, "not valid unicode: gold", None, None),
+    };
+    let why = match pred {
+        Ok(p) => return verify(gold, p, opts),
+        Err(Unread::TooLong) => "over budget: completion longer than the extraction limit",
+        Err(Unread::NotUnicode) => "not valid unicode",
+    };
+    // The gold is judged as usual (its own reason wins); the empty
+    // prediction stands in for the unread one and can never match.
+    let v = verify(gold, "", opts);
+    if v.gold.is_none() {
+        return v;
+    }
+    Verdict {
+        matched: false,
+        reason: why.to_owned(),
+        pred: None,
+        ..v
+    }
+}

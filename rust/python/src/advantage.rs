@@ -2,15 +2,16 @@
 
 use grpo_fast_core::advantage::{self, GroupStats, Params, Reward};
 use grpo_fast_core::group::{self, Groups};
-use grpo_fast_core::CoreError;
+use grpo_fast_core::{names, CoreError};
 use numpy::{
     IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::errors::{invalid, run_sized, to_pyerr};
+use crate::text::type_name;
 
 /// Group ids as the Python façade prepares them: an int64 array, a list of
 /// str, or a 2-D uint8 array of fixed-width rows (numpy `S`/`U` arrays).
@@ -34,20 +35,28 @@ fn groups_of(py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Groups> {
         // Borrowed UTF-8 views are only valid while the GIL pins the list, so
         // string hashing runs with the GIL held; the numeric work after it
         // does not.
-        let mut strs: Vec<&str> = Vec::with_capacity(list.len());
+        // Ids are short and almost always ASCII, whose UTF-8 is borrowed
+        // without a copy; a lone surrogate cannot be hashed as UTF-8 and
+        // is named (a lossy id could merge two groups).
         let items: Vec<Bound<'_, PyAny>> = list.iter().collect();
-        for (i, item) in items.iter().enumerate() {
-            let s = item.cast::<pyo3::types::PyString>().map_err(|_| {
-                invalid(format!(
-                    "group_ids[{i}] is {}; expected every id to be a str (or all ints)",
-                    item.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                ))
-            })?;
-            strs.push(s.to_str()?);
-        }
+        let strs = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let s = item.cast::<PyString>().map_err(|_| {
+                    invalid(format!(
+                        "group_ids[{i}] is {}; expected every id to be a str (or all ints)",
+                        type_name(item)
+                    ))
+                })?;
+                s.to_str().map_err(|_| {
+                    invalid(format!(
+                        "group_ids[{i}] is not valid Unicode (it holds a lone surrogate); \
+                         an id must be a str that can be encoded as UTF-8"
+                    ))
+                })
+            })
+            .collect::<PyResult<Vec<&str>>>()?;
         return group::group_strs(&strs).map_err(to_pyerr);
     }
     Err(invalid(
@@ -140,6 +149,13 @@ impl<T> Lazy<T> {
         Self { raw, array: None }
     }
 
+    fn ready(array: Bound<'_, PyAny>) -> Self {
+        Self {
+            raw: Vec::new(),
+            array: Some(array.unbind()),
+        }
+    }
+
     fn get<'py, U: numpy::Element>(
         &mut self,
         py: Python<'py>,
@@ -166,8 +182,16 @@ fn widen(v: Vec<u32>) -> Vec<i64> {
     v.into_iter().map(i64::from).collect()
 }
 
+/// The group of each rollout: kept as the grouping until first asked for.
+enum GroupIndex {
+    Groups(Groups),
+    Array(Py<PyAny>),
+}
+
 /// Per-rollout advantages and per-group statistics of
 /// `grpo_fast.compute_advantages`. Arrays are numpy, built on first access.
+/// It pickles and deep-copies (as its arrays), so it can be sent to worker
+/// processes.
 ///
 /// Attributes
 /// ----------
@@ -196,8 +220,8 @@ pub struct AdvantageResult {
     size: Lazy<u32>,
     num_valid: Lazy<u32>,
     solve_rate: Lazy<f64>,
-    groups: Groups,
-    group_index: Option<Py<PyAny>>,
+    group_index: GroupIndex,
+    len: usize,
     #[pyo3(get)]
     frac_zero_std: f64,
     #[pyo3(get)]
@@ -206,6 +230,81 @@ pub struct AdvantageResult {
 
 #[pymethods]
 impl AdvantageResult {
+    /// Rebuild a result from its arrays (what pickling stores); the lengths
+    /// must agree as `compute_advantages` makes them.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new<'py>(
+        advantages: Bound<'py, PyArray1<f32>>,
+        keep: Bound<'py, PyArray1<bool>>,
+        group_index: Bound<'py, PyArray1<i64>>,
+        mean: Bound<'py, PyArray1<f64>>,
+        std: Bound<'py, PyArray1<f64>>,
+        size: Bound<'py, PyArray1<i64>>,
+        num_valid: Bound<'py, PyArray1<i64>>,
+        solve_rate: Bound<'py, PyArray1<f64>>,
+        frac_zero_std: f64,
+    ) -> PyResult<Self> {
+        let n = advantages.len();
+        let g = mean.len();
+        let rows = [("keep", keep.len()), ("group_index", group_index.len())];
+        let groups = [
+            ("std", std.len()),
+            ("size", size.len()),
+            ("num_valid", num_valid.len()),
+            ("solve_rate", solve_rate.len()),
+        ];
+        for (name, len) in rows {
+            if len != n {
+                return Err(invalid(format!(
+                    "{name} has {len} entries but advantages has {n}"
+                )));
+            }
+        }
+        for (name, len) in groups {
+            if len != g {
+                return Err(invalid(format!(
+                    "{name} has {len} entries but mean has {g}"
+                )));
+            }
+        }
+        Ok(Self {
+            advantages: advantages.into_any().unbind(),
+            keep: keep.into_any().unbind(),
+            mean: Lazy::ready(mean.into_any()),
+            std: Lazy::ready(std.into_any()),
+            size: Lazy::ready(size.into_any()),
+            num_valid: Lazy::ready(num_valid.into_any()),
+            solve_rate: Lazy::ready(solve_rate.into_any()),
+            group_index: GroupIndex::Array(group_index.into_any().unbind()),
+            len: n,
+            frac_zero_std,
+            num_groups: g,
+        })
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let this = slf.as_any();
+        let args: Vec<Bound<'py, PyAny>> = [
+            "advantages",
+            "keep",
+            "group_index",
+            "mean",
+            "std",
+            "size",
+            "num_valid",
+            "solve_rate",
+            "frac_zero_std",
+        ]
+        .iter()
+        .map(|name| this.getattr(*name))
+        .collect::<PyResult<_>>()?;
+        Ok((py.get_type::<Self>().into_any(), PyTuple::new(py, args)?))
+    }
+
     #[getter]
     fn advantages<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         self.advantages.bind(py).clone()
@@ -243,28 +342,41 @@ impl AdvantageResult {
 
     #[getter]
     fn group_index<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyAny> {
-        if let Some(index) = &self.group_index {
-            return index.bind(py).clone();
-        }
-        let index = widen(self.groups.index().into_owned())
-            .into_pyarray(py)
-            .into_any();
-        self.group_index = Some(index.clone().unbind());
+        let index = match &self.group_index {
+            GroupIndex::Array(index) => return index.bind(py).clone(),
+            GroupIndex::Groups(groups) => widen(groups.index().into_owned())
+                .into_pyarray(py)
+                .into_any(),
+        };
+        self.group_index = GroupIndex::Array(index.clone().unbind());
         index
     }
 
     fn __len__(&self) -> usize {
-        self.groups.len()
+        self.len
     }
 
     fn __repr__(&self) -> String {
         format!(
             "AdvantageResult(n={}, num_groups={}, frac_zero_std={:.4})",
-            self.groups.len(),
-            self.num_groups,
-            self.frac_zero_std
+            self.len, self.num_groups, self.frac_zero_std
         )
     }
+}
+
+/// The variant of `T` named by a Python `str` (aliases included).
+fn name_arg<T: std::str::FromStr + strum::VariantNames>(
+    what: &'static str,
+    obj: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    let name = obj.cast::<PyString>().map_err(|_| {
+        invalid(format!(
+            "{what} must be a str, one of {}; not {}",
+            T::VARIANTS.join(", "),
+            type_name(obj)
+        ))
+    })?;
+    names::parse(what, &name.to_cow()?).map_err(to_pyerr)
 }
 
 /// Advantages and group statistics; the façade `grpo_fast.compute_advantages`
@@ -276,15 +388,15 @@ pub fn compute_advantages<'py>(
     py: Python<'py>,
     rewards: &Bound<'py, PyAny>,
     group_ids: &Bound<'py, PyAny>,
-    estimator: &str,
-    scale: &str,
+    estimator: &Bound<'py, PyAny>,
+    scale: &Bound<'py, PyAny>,
     eps: f64,
     unbiased: bool,
     success_threshold: f64,
 ) -> PyResult<AdvantageResult> {
     let params = Params {
-        estimator: estimator.parse().map_err(to_pyerr)?,
-        scale: scale.parse().map_err(to_pyerr)?,
+        estimator: name_arg("estimator", estimator)?,
+        scale: name_arg("scale", scale)?,
         eps,
         unbiased,
         success_threshold,
@@ -302,6 +414,7 @@ pub fn compute_advantages<'py>(
         };
     Ok(AdvantageResult {
         num_groups: groups.num_groups(),
+        len: groups.len(),
         advantages: adv.into_any().unbind(),
         keep: keep.into_any().unbind(),
         mean: Lazy::new(stats.mean),
@@ -309,8 +422,7 @@ pub fn compute_advantages<'py>(
         size: Lazy::new(stats.size),
         num_valid: Lazy::new(stats.num_valid),
         solve_rate: Lazy::new(stats.solve_rate),
-        groups,
-        group_index: None,
+        group_index: GroupIndex::Groups(groups),
         frac_zero_std,
     })
 }

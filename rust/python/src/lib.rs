@@ -6,6 +6,8 @@
 
 mod advantage;
 mod errors;
+mod options;
+mod text;
 mod verify;
 
 use pyo3::prelude::*;
@@ -17,23 +19,57 @@ mod _core {
     #[pymodule_export]
     use crate::advantage::{compute_advantages, group_ids, AdvantageResult};
     #[pymodule_export]
+    use crate::options::{PyExtractOptions, PyVerifyOptions};
+    #[pymodule_export]
     use crate::threads::{get_num_threads, set_num_threads};
     #[pymodule_export]
-    use crate::verify::{extract_answer, extract_gold, parse, verify, verify_batch, PyRewardSet};
+    use crate::verify::{
+        extract_answer, extract_gold, parse, verify, verify_batch, PyRewardSet, PyRewardSpec,
+    };
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("__version__", env!("CARGO_PKG_VERSION"))
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        crate::names::add(m)
+    }
+}
+
+/// The name tables of the core, as tuples of str (`grpo_fast.names`
+/// re-exports them; nothing in Python keeps its own copy).
+mod names {
+    use grpo_fast_core::advantage::{Estimator, Scale};
+    use grpo_fast_core::extract::{Rule, DEFAULT_RULES};
+    use grpo_fast_core::reward::RewardKind;
+    use pyo3::prelude::*;
+    use pyo3::types::PyTuple;
+    use strum::VariantNames;
+
+    pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        let py = m.py();
+        let default_rules: Vec<&str> = DEFAULT_RULES.iter().map(|r| r.name()).collect();
+        for (name, names) in [
+            ("ESTIMATORS", Estimator::VARIANTS),
+            ("SCALES", Scale::VARIANTS),
+            ("RULES", <Rule as VariantNames>::VARIANTS),
+            ("DEFAULT_RULES", default_rules.as_slice()),
+            ("REWARD_KINDS", RewardKind::VARIANTS),
+        ] {
+            m.add(name, PyTuple::new(py, names)?)?;
+        }
+        Ok(())
     }
 }
 
 mod threads {
+    use grpo_fast_core::parallel::{self, MAX_THREADS};
     use pyo3::prelude::*;
 
-    /// Set the number of worker threads of the Rust core (next call on).
+    /// Set the number of worker threads of the Rust core (next call on), an
+    /// int in [1, 1024].
     #[pyfunction]
-    pub fn set_num_threads(n: usize) -> PyResult<()> {
-        grpo_fast_core::parallel::set_num_threads(n).map_err(crate::errors::to_pyerr)
+    pub fn set_num_threads(n: &Bound<'_, PyAny>) -> PyResult<()> {
+        let n = crate::options::count("num_threads", n, 1, MAX_THREADS as u64)?;
+        parallel::set_num_threads(n as usize).map_err(crate::errors::to_pyerr)
     }
 
     /// The number of worker threads the next parallel call will use.

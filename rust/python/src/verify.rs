@@ -1,123 +1,20 @@
 //! Answer extraction, verification and reward specs.
 //!
-//! Strings are read in place: the binding keeps a strong reference to every
-//! `str` it borrows, and CPython never moves or frees the UTF-8 buffer of a
-//! live `str`, so the borrowed slices stay valid while the GIL is released.
+//! Every text is read through [`crate::text`]: checked against the length
+//! limit before it is converted, and a `str` that is not valid Unicode is a
+//! non-match, never an exception of a batch call.
 
-use grpo_fast_core::extract::{self, ExtractOptions, Extracted, Rule};
+use grpo_fast_core::extract::{self, Extracted};
 use grpo_fast_core::reward::{self, Golds, RewardSet, Scores, Spec};
-use grpo_fast_core::verify::{self as core_verify, Verdict, VerifyOptions};
+use grpo_fast_core::verify::{self as core_verify, Text, Verdict, VerifyOptions};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::PyString;
 
 use crate::errors::{invalid, run, to_pyerr};
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_default()
-}
-
-/// Extraction options from the façade's keyword arguments.
-pub fn extract_options(
-    rules: Option<Vec<String>>,
-    max_length: Option<usize>,
-    tail_length: Option<usize>,
-) -> PyResult<ExtractOptions> {
-    let defaults = ExtractOptions::default();
-    let rules = match rules {
-        None => extract::DEFAULT_RULES.to_vec(),
-        Some(names) => names
-            .iter()
-            .map(|n| {
-                Rule::from_name(n).ok_or_else(|| {
-                    invalid(format!(
-                        "unknown extraction rule {n:?}; expected one of {}",
-                        Rule::NAMES
-                    ))
-                })
-            })
-            .collect::<PyResult<Vec<Rule>>>()?,
-    };
-    Ok(ExtractOptions {
-        rules,
-        max_len: max_length.unwrap_or(defaults.max_len),
-        tail_len: tail_length.unwrap_or(defaults.tail_len),
-        ..defaults
-    })
-}
-
-/// The items of a list of `str`, kept alive by `owners`.
-pub fn str_list<'a, 'py>(
-    what: &str,
-    list: &'a Bound<'py, PyAny>,
-    owners: &'a mut Vec<Bound<'py, PyString>>,
-) -> PyResult<Vec<&'a str>> {
-    let list = list.cast::<PyList>().map_err(|_| {
-        invalid(format!(
-            "{what} must be a list of str, not {}",
-            type_name(list)
-        ))
-    })?;
-    owners.reserve(list.len());
-    for (i, item) in list.iter().enumerate() {
-        let s = item.cast_into::<PyString>().map_err(|e| {
-            invalid(format!(
-                "{what}[{i}] is {}; expected a str",
-                type_name(e.into_inner().as_any())
-            ))
-        })?;
-        owners.push(s);
-    }
-    owners.iter().map(|s| s.to_str()).collect()
-}
-
-/// Golds: one `str` for all, or a list of `str | None`.
-pub fn golds_of<'a, 'py>(
-    golds: &'a Bound<'py, PyAny>,
-    owners: &'a mut Vec<Option<Bound<'py, PyString>>>,
-) -> PyResult<Vec<Option<&'a str>>> {
-    if let Ok(s) = golds.cast::<PyString>() {
-        owners.push(Some(s.clone()));
-    } else if golds.is_none() {
-        owners.push(None);
-    } else {
-        let list = golds.cast::<PyList>().map_err(|_| {
-            invalid(format!(
-                "golds must be a str or a list of str (None for no gold), not {}",
-                type_name(golds)
-            ))
-        })?;
-        for (i, item) in list.iter().enumerate() {
-            if item.is_none() {
-                owners.push(None);
-                continue;
-            }
-            let s = item.cast_into::<PyString>().map_err(|e| {
-                invalid(format!(
-                    "golds[{i}] is {}; expected a str or None",
-                    type_name(e.into_inner().as_any())
-                ))
-            })?;
-            owners.push(Some(s));
-        }
-    }
-    owners
-        .iter()
-        .map(|s| s.as_ref().map(|s| s.to_str()).transpose())
-        .collect()
-}
-
-fn golds_view<'a>(is_one: bool, golds: &'a [Option<&'a str>]) -> Golds<'a> {
-    if is_one {
-        Golds::One(golds[0])
-    } else {
-        Golds::Each(golds)
-    }
-}
+use crate::options::{count, PyExtractOptions, PyVerifyOptions};
+use crate::text::{self, type_name, Held};
 
 fn extracted(e: Option<Extracted<'_>>) -> Option<(Vec<String>, &'static str)> {
     e.map(|e| {
@@ -128,81 +25,208 @@ fn extracted(e: Option<Extracted<'_>>) -> Option<(Vec<String>, &'static str)> {
     })
 }
 
-/// `(parts, rule)` of the final answer of a completion, or None.
+/// `(parts, rule)` of the final answer of a completion, or None (also for a
+/// text over the length limit or not valid Unicode).
 #[pyfunction]
-#[pyo3(signature = (text, rules, max_length, tail_length))]
 pub fn extract_answer(
     py: Python<'_>,
-    text: &str,
-    rules: Option<Vec<String>>,
-    max_length: Option<usize>,
-    tail_length: Option<usize>,
+    text: &Bound<'_, PyAny>,
+    options: PyRef<'_, PyExtractOptions>,
 ) -> PyResult<Option<(Vec<String>, &'static str)>> {
-    let opts = extract_options(rules, max_length, tail_length)?;
-    run(py, || Ok(extracted(extract::extract_answer(text, &opts))))
+    let opts = &options.inner;
+    let held = text::one("completion", text, opts.max_len)?;
+    let Ok(text) = held.text() else {
+        return Ok(None);
+    };
+    run(py, || Ok(extracted(extract::extract_answer(text, opts))))
 }
 
 /// `(parts, rule)` of a gold answer (a bare gold is the answer itself), or None.
 #[pyfunction]
-#[pyo3(signature = (text, rules, max_length, tail_length))]
 pub fn extract_gold(
     py: Python<'_>,
-    text: &str,
-    rules: Option<Vec<String>>,
-    max_length: Option<usize>,
-    tail_length: Option<usize>,
+    text: &Bound<'_, PyAny>,
+    options: PyRef<'_, PyExtractOptions>,
 ) -> PyResult<Option<(Vec<String>, &'static str)>> {
-    let opts = extract_options(rules, max_length, tail_length)?;
-    run(py, || Ok(extracted(extract::extract_gold(text, &opts))))
-}
-
-fn get<'py, T: FromPyObjectOwned<'py>>(params: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
-    let value = params
-        .get_item(key)?
-        .ok_or_else(|| invalid(format!("reward spec is missing {key:?}")))?;
-    value
-        .extract::<T>()
-        .map_err(|_| invalid(format!("reward spec parameter {key:?} has the wrong type")))
-}
-
-fn spec_of(kind: &str, params: &Bound<'_, PyDict>) -> PyResult<Spec> {
-    let extract = |p: &Bound<'_, PyDict>| {
-        extract_options(
-            get(p, "rules")?,
-            get(p, "max_length")?,
-            get(p, "tail_length")?,
-        )
+    let opts = &options.inner;
+    let held = text::one("gold", text, opts.max_len)?;
+    let Ok(text) = held.text() else {
+        return Ok(None);
     };
-    match kind {
-        "exact" => Ok(Spec::Exact {
-            extract: if get::<bool>(params, "extract")? {
-                Some(extract(params)?)
-            } else {
-                None
-            },
-            case_sensitive: get(params, "case_sensitive")?,
-        }),
-        "math" => Ok(Spec::Math(verify_options(
-            get(params, "rel_tol")?,
-            get(params, "allow_set_relation_comp")?,
-            extract(params)?,
-        )?)),
-        "choice" => Ok(Spec::Choice(extract(params)?)),
-        "format" => Spec::format(&get::<String>(params, "pattern")?, get(params, "dot_all")?)
-            .map_err(to_pyerr),
-        "overlong" => {
-            let max_len: u32 = get(params, "max_length")?;
-            let cache_len: u32 = get(params, "cache_length")?;
-            Spec::overlong(max_len, cache_len).map_err(to_pyerr)
+    run(py, || Ok(extracted(extract::extract_gold(text, opts))))
+}
+
+/// `(canonical, kind, reason)` of a gold-style text (`canonical` and `kind`
+/// are None when it has no value; `reason` says why).
+#[pyfunction]
+pub fn parse(
+    py: Python<'_>,
+    text: &Bound<'_, PyAny>,
+    options: PyRef<'_, PyExtractOptions>,
+) -> PyResult<(Option<String>, Option<&'static str>, String)> {
+    let opts = VerifyOptions {
+        extract: options.inner.clone(),
+        ..VerifyOptions::default()
+    };
+    let held = text::one("text", text, opts.extract.max_len)?;
+    let text = match held.text() {
+        Ok(t) => t,
+        Err(core_verify::Unread::TooLong) => {
+            return Ok((
+                None,
+                None,
+                "over budget: text longer than the extraction limit".into(),
+            ))
         }
-        other => Err(invalid(format!(
-            "unknown reward kind {other:?}; expected math, exact, choice, format or overlong"
-        ))),
+        Err(core_verify::Unread::NotUnicode) => {
+            return Ok((None, None, "not valid unicode".into()))
+        }
+    };
+    run(py, || {
+        Ok(match core_verify::parse_answer(text, &opts) {
+            Ok(v) => (Some(v.to_string()), Some(v.kind()), "ok".to_owned()),
+            Err(e) => (None, None, e.to_string()),
+        })
+    })
+}
+
+type VerdictTuple = (bool, String, Option<String>, Option<String>);
+
+fn verdict_tuple(v: Verdict) -> VerdictTuple {
+    (v.matched, v.reason, v.gold, v.pred)
+}
+
+/// `(matched, reason, gold, pred)` of one pair; the façade
+/// `grpo_fast.verify` documents the arguments.
+#[pyfunction]
+pub fn verify(
+    py: Python<'_>,
+    gold: &Bound<'_, PyAny>,
+    pred: &Bound<'_, PyAny>,
+    options: PyRef<'_, PyVerifyOptions>,
+) -> PyResult<VerdictTuple> {
+    let opts = &options.inner;
+    let gold = text::one("gold", gold, opts.extract.max_len)?;
+    let pred = text::one("pred", pred, opts.extract.max_len)?;
+    let (g, p) = (gold.text(), pred.text());
+    run(py, || {
+        Ok(verdict_tuple(core_verify::verify_text(g, p, opts)))
+    })
+}
+
+/// 1.0 / 0.0 per pair, across the core's threads; a pair with a side that
+/// is not read (over the limit, not valid Unicode) is 0.0.
+#[pyfunction]
+pub fn verify_batch<'py>(
+    py: Python<'py>,
+    golds: &Bound<'py, PyAny>,
+    preds: &Bound<'py, PyAny>,
+    options: PyRef<'py, PyVerifyOptions>,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    let opts = &options.inner;
+    let limit = opts.extract.max_len;
+    let held = text::list("preds", preds, limit)?;
+    let gold_held = text::Golds::new(golds, limit)?;
+    let texts: Vec<Text<'_>> = held.iter().map(Held::text).collect();
+    let gold_texts = gold_held.texts();
+    // An unread side cannot match: it is "" to the core (never a match)
+    // and its output is set to 0 below.
+    let preds: Vec<&str> = texts.iter().map(|t| t.unwrap_or("")).collect();
+    let golds: Vec<Option<&str>> = gold_texts
+        .iter()
+        .map(|g| g.map(|t| t.unwrap_or("")))
+        .collect();
+    let view = if gold_held.one {
+        Golds::One(golds[0])
+    } else {
+        Golds::Each(&golds)
+    };
+    let mut out = run(py, || reward::verify_batch(view, &preds, opts))?;
+    let unread_gold = |i: usize| {
+        let g = if gold_held.one {
+            &gold_texts[0]
+        } else {
+            &gold_texts[i]
+        };
+        matches!(g, Some(Err(_)))
+    };
+    for (i, v) in out.iter_mut().enumerate() {
+        if texts[i].is_err() || unread_gold(i) {
+            *v = 0.0;
+        }
+    }
+    Ok(out.into_pyarray(py))
+}
+
+/// One reward spec, compiled (regexes included); the façade's spec classes
+/// (`grpo_fast.rewards.MathReward`, ...) build it.
+#[pyclass(frozen, module = "grpo_fast._core", name = "RewardSpec")]
+pub struct PyRewardSpec {
+    spec: Spec,
+}
+
+#[pymethods]
+impl PyRewardSpec {
+    /// 1 when the answer is mathematically equal to the gold.
+    #[staticmethod]
+    fn math(options: PyRef<'_, PyVerifyOptions>) -> Self {
+        Self {
+            spec: Spec::Math(options.inner.clone()),
+        }
+    }
+
+    /// 1 when the extracted answer (None: the whole completion) equals the gold.
+    #[staticmethod]
+    #[pyo3(signature = (case_sensitive, extract=None))]
+    fn exact(case_sensitive: bool, extract: Option<PyRef<'_, PyExtractOptions>>) -> Self {
+        Self {
+            spec: Spec::Exact {
+                extract: extract.map(|o| o.inner.clone()),
+                case_sensitive,
+            },
+        }
+    }
+
+    /// 1 when the choice letter equals the gold's.
+    #[staticmethod]
+    fn choice(extract: PyRef<'_, PyExtractOptions>) -> Self {
+        Self {
+            spec: Spec::Choice(extract.inner.clone()),
+        }
+    }
+
+    /// 1 when the regex matches the completion.
+    #[staticmethod]
+    fn format(pattern: &Bound<'_, PyAny>, dot_all: bool) -> PyResult<Self> {
+        let pattern = pattern
+            .cast::<PyString>()
+            .map_err(|_| invalid(format!("pattern must be a str, not {}", type_name(pattern))))?;
+        let spec = Spec::format(&pattern.to_cow()?, dot_all).map_err(to_pyerr)?;
+        Ok(Self { spec })
+    }
+
+    /// DAPO's soft overlong punishment of the token length.
+    #[staticmethod]
+    fn overlong(max_length: &Bound<'_, PyAny>, cache_length: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let max_len = count("max_length", max_length, 0, u64::from(u32::MAX))? as u32;
+        let cache_len = count("cache_length", cache_length, 0, u64::from(u32::MAX))? as u32;
+        let spec = Spec::overlong(max_len, cache_len).map_err(to_pyerr)?;
+        Ok(Self { spec })
+    }
+
+    /// The spec's kind (one of `REWARD_KINDS`).
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.spec.kind().into()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("RewardSpec({})", self.kind())
     }
 }
 
-/// Weighted reward specs, compiled once (regexes included) and applied to
-/// whole batches; the façade `grpo_fast.rewards` builds it.
+/// Weighted reward specs applied to whole batches; the façade
+/// `grpo_fast.rewards.Rewards` builds it.
 #[pyclass(frozen, name = "RewardSet", module = "grpo_fast._core")]
 pub struct PyRewardSet {
     inner: RewardSet,
@@ -211,10 +235,19 @@ pub struct PyRewardSet {
 #[pymethods]
 impl PyRewardSet {
     #[new]
-    fn new(specs: Vec<(String, Bound<'_, PyDict>, f32)>) -> PyResult<Self> {
+    fn new(specs: Vec<(PyRef<'_, PyRewardSpec>, f64)>) -> PyResult<Self> {
         let specs = specs
             .iter()
-            .map(|(kind, params, weight)| Ok((spec_of(kind, params)?, *weight)))
+            .enumerate()
+            .map(|(i, (s, w))| {
+                let weight = *w as f32;
+                if !weight.is_finite() {
+                    return Err(invalid(format!(
+                        "specs[{i}].weight must be a finite float32, not {w}"
+                    )));
+                }
+                Ok((s.spec.clone(), weight))
+            })
             .collect::<PyResult<Vec<(Spec, f32)>>>()?;
         Ok(PyRewardSet {
             inner: RewardSet { specs },
@@ -231,11 +264,22 @@ impl PyRewardSet {
         golds: &Bound<'py, PyAny>,
         lengths: Option<PyReadonlyArray1<'py, i64>>,
     ) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray2<f32>>)> {
-        let mut owners = Vec::new();
-        let texts = str_list("completions", completions, &mut owners)?;
-        let mut gold_owners = Vec::new();
-        let gold_strs = golds_of(golds, &mut gold_owners)?;
-        let is_one = !golds.is_instance_of::<PyList>();
+        let set: &RewardSet = &self.inner;
+        let held = text::list("completions", completions, set.read_limit())?;
+        // Golds are read in full (an exact-match gold has no length limit);
+        // one that is not valid Unicode is no usable gold.
+        let gold_held = text::Golds::new(golds, usize::MAX)?;
+        let texts: Vec<Option<&str>> = held.iter().map(|h| h.text().ok()).collect();
+        let gold_texts: Vec<Option<&str>> = gold_held
+            .texts()
+            .into_iter()
+            .map(|g| g.and_then(Result::ok))
+            .collect();
+        let view = if gold_held.one {
+            Golds::One(gold_texts[0])
+        } else {
+            Golds::Each(&gold_texts)
+        };
         let lengths: Option<Vec<u32>> = match &lengths {
             None => None,
             Some(arr) => {
@@ -257,10 +301,8 @@ impl PyRewardSet {
                 )
             }
         };
-        let set: &RewardSet = &self.inner;
-        let Scores { total, columns } = run(py, || {
-            set.score(&texts, golds_view(is_one, &gold_strs), lengths.as_deref())
-        })?;
+        let Scores { total, columns } =
+            run(py, || set.score_texts(&texts, view, lengths.as_deref()))?;
         let n = total.len();
         let flat: Vec<f32> = columns.into_iter().flatten().collect();
         let grid = Array2::from_shape_vec((set.specs.len(), n), flat)
@@ -271,106 +313,4 @@ impl PyRewardSet {
     fn __len__(&self) -> usize {
         self.inner.specs.len()
     }
-}
-
-fn verify_options(
-    rel_tol: f64,
-    allow_set_relation_comp: bool,
-    extract: ExtractOptions,
-) -> PyResult<VerifyOptions> {
-    if !(rel_tol >= 0.0 && rel_tol.is_finite()) {
-        return Err(invalid(format!(
-            "rel_tol must be a finite number >= 0, not {rel_tol}"
-        )));
-    }
-    Ok(VerifyOptions {
-        extract,
-        rel_tol,
-        allow_set_relation_comp,
-        ..VerifyOptions::default()
-    })
-}
-
-type VerdictTuple = (bool, String, Option<String>, Option<String>);
-
-fn verdict_tuple(v: Verdict) -> VerdictTuple {
-    (v.matched, v.reason, v.gold, v.pred)
-}
-
-/// `(matched, reason, gold, pred)` of one pair; the façade
-/// `grpo_fast.verify` documents the arguments.
-#[pyfunction]
-#[pyo3(signature = (gold, pred, rel_tol, allow_set_relation_comp, rules, max_length, tail_length))]
-#[allow(clippy::too_many_arguments)]
-pub fn verify(
-    py: Python<'_>,
-    gold: &str,
-    pred: &str,
-    rel_tol: f64,
-    allow_set_relation_comp: bool,
-    rules: Option<Vec<String>>,
-    max_length: Option<usize>,
-    tail_length: Option<usize>,
-) -> PyResult<VerdictTuple> {
-    let opts = verify_options(
-        rel_tol,
-        allow_set_relation_comp,
-        extract_options(rules, max_length, tail_length)?,
-    )?;
-    run(py, || {
-        Ok(verdict_tuple(core_verify::verify(gold, pred, &opts)))
-    })
-}
-
-/// 1.0 / 0.0 per pair, across the core's threads.
-#[pyfunction]
-#[pyo3(signature = (golds, preds, rel_tol, allow_set_relation_comp, rules, max_length, tail_length))]
-#[allow(clippy::too_many_arguments)]
-pub fn verify_batch<'py>(
-    py: Python<'py>,
-    golds: &Bound<'py, PyAny>,
-    preds: &Bound<'py, PyAny>,
-    rel_tol: f64,
-    allow_set_relation_comp: bool,
-    rules: Option<Vec<String>>,
-    max_length: Option<usize>,
-    tail_length: Option<usize>,
-) -> PyResult<Bound<'py, PyArray1<f32>>> {
-    let opts = verify_options(
-        rel_tol,
-        allow_set_relation_comp,
-        extract_options(rules, max_length, tail_length)?,
-    )?;
-    let mut owners = Vec::new();
-    let texts = str_list("preds", preds, &mut owners)?;
-    let mut gold_owners = Vec::new();
-    let gold_strs = golds_of(golds, &mut gold_owners)?;
-    let is_one = !golds.is_instance_of::<PyList>();
-    let out = run(py, || {
-        reward::verify_batch(golds_view(is_one, &gold_strs), &texts, &opts)
-    })?;
-    Ok(out.into_pyarray(py))
-}
-
-/// `(canonical, kind, reason)` of a gold-style text (`canonical` and `kind`
-/// are None when it has no value; `reason` says why).
-#[pyfunction]
-#[pyo3(signature = (text, rules, max_length, tail_length))]
-pub fn parse(
-    py: Python<'_>,
-    text: &str,
-    rules: Option<Vec<String>>,
-    max_length: Option<usize>,
-    tail_length: Option<usize>,
-) -> PyResult<(Option<String>, Option<&'static str>, String)> {
-    let opts = VerifyOptions {
-        extract: extract_options(rules, max_length, tail_length)?,
-        ..VerifyOptions::default()
-    };
-    run(py, || {
-        Ok(match core_verify::parse_answer(text, &opts) {
-            Ok(v) => (Some(v.to_string()), Some(v.kind()), "ok".to_owned()),
-            Err(e) => (None, None, e.to_string()),
-        })
-    })
 }
