@@ -366,6 +366,7 @@ pub fn verify_batch(golds: Golds<'_>, preds: &[&str], opts: &VerifyOptions) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::verify;
 
     #[test]
     fn overlong_matches_the_dapo_formula() {
