@@ -71,7 +71,12 @@ def _entry_points():
         "verify_batch": lambda g, p: float(grpo_fast.verify_batch([g, g], [p, p])[1]),
         "MathReward.score_batch": lambda g, p: float(math_reward.score_batch([p], [g]).total[0]),
         "trl.accuracy_reward": lambda g, p: trl.accuracy_reward([p], solution=[g])[0] or 0.0,
-        "verl.compute_score": lambda g, p: float(verl.compute_score("lighteval/MATH", p, g)),
+        # judge="grpo_fast": the lenient judge reads every answer form, so it
+        # is the one a hedge could slip through (verl's own judge for MATH
+        # reads only boxes).
+        "verl.compute_score": lambda g, p: float(
+            verl.compute_score("lighteval/MATH", p, g, judge="grpo_fast")
+        ),
         "openrlhf.reward_func": _openrlhf_score,
         "compat.math_verify": lambda g, p: float(
             mv_compat.verify(mv_compat.parse(g), mv_compat.parse(p))
