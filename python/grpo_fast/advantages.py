@@ -134,7 +134,7 @@ def compute_advantages(
     Examples
     --------
     >>> out = compute_advantages([1.0, 0.0, 0.5, 0.5], [7, 7, 8, 8])
-    >>> out.advantages.round(3).tolist()
+    >>> [round(float(a), 3) for a in out.advantages]
     [0.707, -0.707, 0.0, 0.0]
     >>> out.keep.tolist(), out.frac_zero_std
     ([True, True, False, False], 0.5)
@@ -158,8 +158,8 @@ def broadcast_to_tokens(advantages: Any, mask: Any) -> Any:
 
     Examples
     --------
-    >>> broadcast_to_tokens(np.array([2.0, -1.0]), np.array([[1, 1, 0], [1, 0, 0]])).tolist()
-    [[2.0, 2.0, 0.0], [-1.0, 0.0, 0.0]]
+    >>> broadcast_to_tokens(np.array([2.0, 0.5]), np.array([[1, 1, 0], [1, 0, 0]])).tolist()
+    [[2.0, 2.0, 0.0], [0.5, 0.0, 0.0]]
     """
     if type(mask).__module__.startswith("torch"):
         import torch
