@@ -213,9 +213,13 @@ impl<'a> Parser<'a> {
             let mut lbp = self.lbp(t);
             // `2!\,8!`, `\sqrt{2}\,3`: a number after a factorial, root or
             // power multiplies (after a plain number it does not: `2 3`).
+            let last = match &left {
+                Node::Mul(v) => v.last().unwrap_or(&left),
+                other => other,
+            };
             if lbp == 0
                 && matches!(t, T::Num(..))
-                && matches!(left, Node::Fact(_) | Node::Root(..) | Node::Pow(..))
+                && matches!(last, Node::Fact(_) | Node::Root(..) | Node::Pow(..))
             {
                 lbp = 9;
             }

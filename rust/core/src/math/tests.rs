@@ -534,3 +534,13 @@ fn inequality_chains_are_intervals() {
     // A pair is read as an interval only when asked.
     assert!(!eq("(2, 5)", "2 < x < 5"));
 }
+
+#[test]
+fn juxtaposed_powers_multiply() {
+    // VERIFY_SEMANTICS.md: `2^3 7^2` = `2^3 \cdot 7^2` = `392`.
+    assert!(eq("2^3 7^2", "392"));
+    assert!(eq("2^3 7^2", "2^3 \\cdot 7^2"));
+    assert!(eq("2^6 * 3^5 * 5^4", "2^6 3^5 5^4"));
+    assert!(!eq("2^6 3^5 5^4", "2^6 3^5 5^3"));
+    assert!(eq("2^2 3^2 5^2 7", "6300"));
+}
