@@ -5,7 +5,7 @@ what math-verify's tests expect, the config they ran with) is verified with
 the config mapped to our options: ``float_rounding = k`` becomes
 ``rel_tol = 10**-k`` (math-verify rounds to k places; we compare within a
 relative tolerance) and ``allow_set_relation_comp`` is passed through. Our
-extraction follows VERIFY_SEMANTICS.md whatever ``match_types`` says.
+extraction follows docs/verify_semantics.md whatever ``match_types`` says.
 
 Rows where we deliberately answer otherwise are listed in ``EXCEPTIONS`` with
 the reason (docs/verify_differences.md explains each); every other row must
@@ -60,7 +60,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "[$x \\\\in [-2,7]$-$-2 \\\\\\\\le x \\\\\\\\le 7$-0-False]",
         "$x \\in [-2,7]$",
     ): (
-        "an inequality chain and an interval are the same set (VERIFY_SEMANTICS.md), "
+        "an inequality chain and an interval are the same set (docs/verify_semantics.md), "
         "with or without allow_set_relation_comp"
     ),
     ("tests/test_all.py::test_math_extraction_additional_cases[$10455$-pred17-1]", "$10455$"): (
@@ -69,7 +69,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 # math-verify reads a percentage prediction only as its fraction, so `4 4/9%` is
-# not the gold 40/9; VERIFY_SEMANTICS.md matches a percentage with its number
+# not the gold 40/9; docs/verify_semantics.md matches a percentage with its number
 # and its fraction, whichever side carries the sign (the gold 40/900 agrees).
 for _spelling in ("symbol", "percent", "percentage", "pct"):
     for _spaced in ("", "spaced-"):

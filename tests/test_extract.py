@@ -1,4 +1,4 @@
-"""extract_answer / extract_gold against the rules of VERIFY_SEMANTICS.md.
+"""extract_answer / extract_gold against the rules of docs/verify_semantics.md.
 
 Expected answers are written from the semantics (which marker counts, last
 occurrence wins, all boxes form one answer); properties build a completion

@@ -1,6 +1,6 @@
 """Answers a policy could learn to game: hedges earn nothing through every entry point.
 
-VERIFY_SEMANTICS.md ("Which answer counts", rule 3): values offered as
+docs/verify_semantics.md ("Which answer counts", rule 3): values offered as
 alternatives, a list of candidates against a single-valued gold and a negated
 answer earn nothing, after every marker and inside boxes. Each hedge is scored
 through every way a trainer calls the verifier (the plain API, the batch API,

@@ -2,7 +2,7 @@
 
 Expected outcomes come from an independent reference: sympy decides whether
 two scalar values are equal (``simplify(a - b) == 0``), Python's ``Fraction``
-for the property tests, and VERIFY_SEMANTICS.md's rules (stated next to each
+for the property tests, and docs/verify_semantics.md's rules (stated next to each
 case) for structures, relations, hedges and budgets.
 """
 
@@ -98,7 +98,7 @@ def test_scalar_values_match_iff_equal(gold: str, pred: str, a: str, b: str) -> 
 
 
 def _rounds_or_truncates(decimal: str, exact: sp.Expr) -> bool:
-    """VERIFY_SEMANTICS.md: a plain decimal matches a value it cannot write
+    """docs/verify_semantics.md: a plain decimal matches a value it cannot write
     when it is that value rounded or truncated at its last digit and has at
     least 4 significant digits."""
     if not all(c.isdigit() or c in ".-" for c in decimal) or "." not in decimal:
@@ -123,7 +123,7 @@ def _terminates(r: sp.Rational) -> bool:
 
 
 # Structures: tuples are ordered, sets and bare lists are not, intervals keep
-# their ends (VERIFY_SEMANTICS.md, "Structures").
+# their ends (docs/verify_semantics.md, "Structures").
 STRUCTURES = [
     ("(1,2)", "(1, 2)", True),
     ("(1,2)", "(2,1)", False),
@@ -300,7 +300,7 @@ def test_agrees_with_math_verify(gold: str, pred: str) -> None:
     assert verify(gold, text) is theirs
 
 
-# Where VERIFY_SEMANTICS.md decides otherwise than math-verify (it rounds to 6
+# Where docs/verify_semantics.md decides otherwise than math-verify (it rounds to 6
 # places): a decimal of at least 4 significant digits that is the value rounded
 # or truncated at its own last digit matches.
 PEER_DIFFERENCES = [
@@ -397,7 +397,7 @@ def test_whole_completions(gold: str, text: str, expected: bool) -> None:
 
 
 # Expressions built to vanish exactly where a fixed-point sampler would look
-# (VERIFY_SEMANTICS.md: the sample points must not be guessable); sympy decides
+# (docs/verify_semantics.md: the sample points must not be guessable); sympy decides
 # whether the two sides are equal.
 TARGETED = [
     ("x", r"x + \sin(42\pi x)", "x", "x + sin(42*pi*x)"),
@@ -451,7 +451,7 @@ SELF = [
 
 @pytest.mark.parametrize("answer", SELF, ids=range(len(SELF)))
 def test_every_answer_equals_itself(answer: str) -> None:
-    # VERIFY_SEMANTICS.md: verify(s, s) holds for any answer that parses, or the
+    # docs/verify_semantics.md: verify(s, s) holds for any answer that parses, or the
     # reason says it was over budget.
     v = verify_detailed(answer, completion(answer))
     assert v.matched or v.reason.startswith("over budget"), v.reason
@@ -468,7 +468,7 @@ def test_large_values_are_still_compared() -> None:
     assert verify("(x1, y1)", completion("(x_1, y_1)")) is True
 
 
-# VERIFY_SEMANTICS.md: "a percentage matches its number with or without the
+# docs/verify_semantics.md: "a percentage matches its number with or without the
 # sign, and its fraction: 10\% = 10 = 0.1, whichever side carries the sign".
 PERCENT = [
     ("25", "The answer is 25%.", True),
@@ -490,7 +490,7 @@ def test_percent_whichever_side_carries_the_sign(gold: str, pred: str, expected:
     assert verify(gold, pred) is expected
 
 
-# VERIFY_SEMANTICS.md: trailing units are decoration on the gold's side as on
+# docs/verify_semantics.md: trailing units are decoration on the gold's side as on
 # the answer's, after a value or a constant expression.
 UNITS = [
     (r"10\text{ cm}^{2}", "10", True),
@@ -513,7 +513,7 @@ def test_units_on_either_side(gold: str, pred: str, expected: bool) -> None:
     assert verify(gold, completion(pred)) is expected
 
 
-# VERIFY_SEMANTICS.md, "Relations": when both sides are relations the left
+# docs/verify_semantics.md, "Relations": when both sides are relations the left
 # sides must agree; a function's name on the left names the same thing as y;
 # against a gold value an equation chain ending in a constant answers with it.
 RELATIONS = [
@@ -539,7 +539,7 @@ def test_relations(gold: str, pred: str, expected: bool) -> None:
     assert verify(gold, completion(pred)) is expected
 
 
-# VERIFY_SEMANTICS.md: "A decimal answers to the precision it states" (each
+# docs/verify_semantics.md: "A decimal answers to the precision it states" (each
 # example of that paragraph; the reference values are the exact ones).
 DECIMALS = [
     (r"\sqrt3", "1.732", True),
@@ -565,7 +565,7 @@ def test_decimals_answer_to_the_precision_they_state(gold: str, pred: str, expec
     assert verify(gold, completion(pred), rel_tol=0.0) is expected
 
 
-# VERIFY_SEMANTICS.md: "Inequality chains and intervals are the same set", and
+# docs/verify_semantics.md: "Inequality chains and intervals are the same set", and
 # "or" between relations is their union (between values it is a hedge).
 INTERVALS = [
     (r"2 \le x \le 5", "[2, 5]", True),

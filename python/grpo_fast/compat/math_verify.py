@@ -9,7 +9,7 @@ For code written against Hugging Face math-verify::
 
 The signatures are math-verify's; the judgement is grpo-fast's (Rust, bounded
 work, no signals, so it also runs off the main thread), as documented in
-``VERIFY_SEMANTICS.md``; ``docs/verify_differences.md`` lists where the two
+``docs/verify_semantics.md``; ``docs/verify_differences.md`` lists where the two
 disagree on math-verify's own test suite. What maps and what does not:
 
 - ``parse`` returns ``[]`` when the text has no answer, else a two-item list

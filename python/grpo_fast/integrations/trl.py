@@ -20,7 +20,7 @@ Swapping TRL's math reward is one import::
   ``accuracy_reward``. Like TRL's, only an anchored answer counts (a
   ``\\boxed{}``, ``The final answer is ...``, ``Answer: ...``, ``the answer is
   ...``); what counts as equal is grpo-fast's verifier (see
-  ``VERIFY_SEMANTICS.md`` and ``docs/verify_differences.md``).
+  ``docs/verify_semantics.md`` and ``docs/verify_differences.md``).
 - :func:`get_accuracy_reward`: the same with other options.
 - :data:`reasoning_accuracy_reward` / :func:`get_reasoning_accuracy_reward`:
   TRL's ``reasoning_accuracy_reward`` (only the text after ``</think>`` counts).

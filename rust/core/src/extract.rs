@@ -4,7 +4,7 @@
 //! (`\boxed`, `<answer>`, `the final answer is`, `####`, `answer:`,
 //! `answer is`); the rules then read the recorded positions in priority
 //! order, so the cost is linear in the input length whatever the rule list.
-//! What counts as the answer is decided in VERIFY_SEMANTICS.md ("Which answer
+//! What counts as the answer is decided in docs/verify_semantics.md ("Which answer
 //! counts"): explicit markers first (all boxes together, otherwise the last
 //! occurrence of a marker), then the last mathematical value near the end.
 
@@ -97,7 +97,7 @@ pub struct ExtractOptions {
     pub think: bool,
 }
 
-/// The default rule priority of VERIFY_SEMANTICS.md.
+/// The default rule priority of docs/verify_semantics.md.
 pub const DEFAULT_RULES: [Rule; 8] = [
     Rule::Boxed,
     Rule::AnswerTag,
@@ -131,7 +131,7 @@ impl Default for ExtractOptions {
 pub struct Extracted<'a> {
     pub parts: Vec<&'a str>,
     pub rule: Rule,
-    /// Set when the answer hedges (VERIFY_SEMANTICS.md "Which answer
+    /// Set when the answer hedges (docs/verify_semantics.md "Which answer
     /// counts", rule 3): a negated answer earns nothing; alternatives are one
     /// collection answer, which never matches a single-valued gold.
     pub hedge: Option<Hedge>,
@@ -198,7 +198,7 @@ pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracte
 /// Why a completion has no answer region (see [`answer_region`]).
 pub const UNCLOSED_THINK: &str = "no answer: the reasoning never closes (<think> without </think>)";
 
-/// The part of a completion that may hold its answer (VERIFY_SEMANTICS.md
+/// The part of a completion that may hold its answer (docs/verify_semantics.md
 /// rules 6 and 7): special tokens at its end (`<|im_end|>`, `</s>`, `<eos>`,
 /// `<pad>`, ..., repeated) are dropped; with [`ExtractOptions::think`], only
 /// the text after the last `</think>` counts, and a completion whose last

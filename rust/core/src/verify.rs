@@ -274,7 +274,7 @@ fn judge<'g>(g: &'g Gold, pred: &str, opts: &VerifyOptions) -> Outcome<'g> {
 
 /// Why two parsed answers that differ do: a collection answer (several
 /// boxes, or values offered as alternatives) against a single-valued gold
-/// is a hedge (VERIFY_SEMANTICS.md rule 3), decided by the comparison of
+/// is a hedge (docs/verify_semantics.md rule 3), decided by the comparison of
 /// collections itself; anything else is a plain "no match".
 fn no_match_reason(gold: &Value, pred: &Value, hedge: Option<Hedge>) -> String {
     let single_gold = !matches!(gold.kind(), "list" | "set");

@@ -802,7 +802,7 @@ fn ten_to(e: i32) -> BigRational {
     }
 }
 
-/// VERIFY_SEMANTICS.md: a decimal answers to the precision it states.
+/// docs/verify_semantics.md: a decimal answers to the precision it states.
 /// `Some(true)` when the decimal `d` (last digit at 10^e) is `x` rounded or
 /// truncated at its last digit, carries at least 4 significant digits and
 /// `x` is a value it cannot write exactly; `None` otherwise (the ordinary

@@ -9,7 +9,7 @@
 //! assert!(equivalent(&a, &b, &CompareOptions::default()));
 //! ```
 //!
-//! What counts as a match is decided in VERIFY_SEMANTICS.md; the budgets in
+//! What counts as a match is decided in docs/verify_semantics.md; the budgets in
 //! [`Limits`] bound every step, so no input can make a call slow or large.
 
 mod ast;

@@ -134,7 +134,7 @@ mod properties {
 
 #[test]
 fn semantics_examples() {
-    // VERIFY_SEMANTICS.md, "When two answers are equal".
+    // docs/verify_semantics.md, "When two answers are equal".
     assert!(eq("10\\%", "10"));
     assert!(eq("10\\%", "0.1"));
     assert!(eq("e^{-1}", "\\frac1e"));
@@ -277,7 +277,7 @@ fn left_nesting_is_bounded() {
 
 #[test]
 fn expressions_built_to_vanish_at_chosen_points_do_not_match() {
-    // VERIFY_SEMANTICS.md: sample points must not be guessable.
+    // docs/verify_semantics.md: sample points must not be guessable.
     assert!(!eq("x", "x + \\sin(42\\pi x)"));
     assert!(!eq("x", "x + \\sin(2520\\pi x)"));
     assert!(!eq("x", "x + \\sin(720720\\pi x)"));
@@ -354,7 +354,7 @@ fn every_answer_equals_itself() {
 
 #[test]
 fn percent_either_side() {
-    // VERIFY_SEMANTICS.md: `10\%` = `10` = `0.1`, whichever side carries the sign.
+    // docs/verify_semantics.md: `10\%` = `10` = `0.1`, whichever side carries the sign.
     for (a, b) in [
         ("10\\%", "10"),
         ("10\\%", "0.1"),
@@ -374,7 +374,7 @@ fn percent_either_side() {
 
 #[test]
 fn units_are_decoration_on_either_side() {
-    // VERIFY_SEMANTICS.md: trailing units after a value or a constant expression.
+    // docs/verify_semantics.md: trailing units after a value or a constant expression.
     for (a, b) in [
         ("10\\text{ cm}^{2}", "10"),
         ("10\\text{ cm}^2", "10"),
@@ -401,7 +401,7 @@ fn units_are_decoration_on_either_side() {
 
 #[test]
 fn relations_left_sides_and_chains() {
-    // VERIFY_SEMANTICS.md, "Relations".
+    // docs/verify_semantics.md, "Relations".
     assert!(!eq("\\sin(x)=\\frac{42}{59}", "\\cos(x)=\\frac{42}{59}"));
     assert!(!eq("\\tan\\theta = \\frac34", "\\cot\\theta = \\frac34"));
     assert!(eq("\\tan\\theta = \\frac34", "\\tan\\theta = 0.75"));
@@ -428,7 +428,7 @@ fn relations_left_sides_and_chains() {
 
 #[test]
 fn decimals_answer_to_the_precision_they_state() {
-    // VERIFY_SEMANTICS.md: rounded or truncated at its own last digit, with at
+    // docs/verify_semantics.md: rounded or truncated at its own last digit, with at
     // least 4 significant digits, against a value it cannot write exactly.
     let strict = |a: &str, b: &str| {
         let p = ParseOptions::default();
@@ -499,7 +499,7 @@ fn decimals_answer_to_the_precision_they_state() {
 
 #[test]
 fn inequality_chains_are_intervals() {
-    // VERIFY_SEMANTICS.md: inequality chains and intervals are the same set.
+    // docs/verify_semantics.md: inequality chains and intervals are the same set.
     for (a, b) in [
         ("2 \\le x \\le 5", "[2,5]"),
         ("2 < x \\le 5", "(2,5]"),
@@ -537,7 +537,7 @@ fn inequality_chains_are_intervals() {
 
 #[test]
 fn juxtaposed_powers_multiply() {
-    // VERIFY_SEMANTICS.md: `2^3 7^2` = `2^3 \cdot 7^2` = `392`.
+    // docs/verify_semantics.md: `2^3 7^2` = `2^3 \cdot 7^2` = `392`.
     assert!(eq("2^3 7^2", "392"));
     assert!(eq("2^3 7^2", "2^3 \\cdot 7^2"));
     assert!(eq("2^6 * 3^5 * 5^4", "2^6 3^5 5^4"));
