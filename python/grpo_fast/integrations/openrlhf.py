@@ -119,21 +119,7 @@ class RewardFunc:
             raise InvalidInputError(
                 f"success_column {self.success_column!r} is not one of {compiled.names}"
             )
-        self._compiled: _rewards.Rewards | None = compiled
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_compiled"] = None  # the Rust RewardSet does not pickle; rebuilt on use
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-    @property
-    def compiled(self) -> _rewards.Rewards:
-        if self._compiled is None:
-            self._compiled = _rewards.combine(list(self.specs))
-        return self._compiled
+        self.compiled = compiled
 
     def __call__(
         self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any

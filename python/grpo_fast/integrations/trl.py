@@ -155,21 +155,7 @@ class TrlReward:
         self.needs_lengths = needs_lengths
         if name is not None:
             self.__name__ = name
-        self._compiled: _rewards.Rewards | None = _rewards.combine(list(self.specs))
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_compiled"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-    @property
-    def compiled(self) -> _rewards.Rewards:
-        if self._compiled is None:
-            self._compiled = _rewards.combine(list(self.specs))
-        return self._compiled
+        self.compiled = _rewards.combine(list(self.specs))
 
     def score(self, completions: Sequence[Any], **kwargs: Any) -> _rewards.RewardScores:
         texts = completion_texts(completions)
