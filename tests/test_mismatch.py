@@ -269,3 +269,183 @@ def test_pad_sampler_logprobs_aligns_and_checks():
         pad_sampler_logprobs([[-0.5]], [[3], [4]], 2)
     with pytest.raises(InvalidInputError, match="completion 0 are not all finite"):
         pad_sampler_logprobs([[float("nan")]], [[3]], 1)
+
+
+# --- in the trainer ------------------------------------------------------------------
+
+
+transformers = pytest.importorskip("transformers")
+
+
+class PerturbedSampler:
+    """An HFSampler whose reported log-probs are shifted by a fixed pattern, as a sampler
+    with other kernels would report them (the samples themselves are HF's)."""
+
+    SHIFTS = (0.9, -1.2, 0.1, -0.3)
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def shift(self, i, t):
+        row = 0.6 if i % 5 == 0 else -1.0 if i % 7 == 3 else 0.0  # whole sequences off too
+        return self.SHIFTS[(i + 2 * t) % len(self.SHIFTS)] + row
+
+    def sample(self, prompts, n, params):
+        from grpo_fast.sampling import Completions
+
+        c = self.inner.sample(prompts, n, params)
+        lps = [
+            [x + self.shift(i, t) for t, x in enumerate(row)] for i, row in enumerate(c.logprobs)
+        ]
+        return Completions(c.texts, c.prompt_ids, c.completion_ids, lps, c.n)
+
+    def update_weights(self, model):
+        self.inner.update_weights(model)
+
+
+def _trainer(make_config, sampler_factory=None, **kw):
+    from grpo_fast.modeling import load_model, load_tokenizer
+    from grpo_fast.trainer import DATA_DIR, Trainer
+
+    cfg = make_config(optimizer="sgd", learning_rate=0.05, max_grad_norm=0.0, seed=3, **kw)
+    model, tok = (
+        load_model(str(DATA_DIR / "tiny_adder")),
+        load_tokenizer(str(DATA_DIR / "tiny_adder")),
+    )
+    sampler = None if sampler_factory is None else sampler_factory(model, tok)
+    return Trainer(cfg, model=model, tokenizer=tok, sampler=sampler)
+
+
+def test_hf_sampler_mismatch_is_zero_and_the_correction_a_no_op(make_config):
+    """HFSampler samples with the training model: its log-probs are the trainer's, so
+    a step with TIS or MIS gives the update of a step without correction."""
+    plain = _trainer(make_config)
+    assert plain.config.sampler_correction == "none"  # auto, with the HF sampler
+    assert plain.sampler.logprobs is False
+    plain.step()
+    for correction in ("tis", "mis"):
+        for level in ("token", "sequence"):
+            t = _trainer(make_config, sampler_correction=correction, sampler_level=level)
+            assert t.sampler.logprobs is True
+            rec = t.step()
+            assert t.last_batch.completions.texts == plain.last_batch.completions.texts
+            assert rec["mismatch_kl"] < 1e-7  # float32 rounding of two forwards
+            assert 1 - 1e-3 < rec["mismatch_ratio_min"] <= rec["mismatch_ratio_max"] < 1 + 1e-3
+            assert rec["mismatch_masked_frac"] == 0 and rec["mismatch_truncated_frac"] == 0
+            for (name, a), b in zip(
+                t.model.named_parameters(), plain.model.parameters(), strict=True
+            ):
+                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7, msg=name)
+
+
+def _reference_logp(model, prompt_ids, completion_ids):
+    out = []
+    for p, c in zip(prompt_ids, completion_ids, strict=True):
+        ids = torch.tensor([p + c])
+        logits = model(input_ids=ids).logits[0, :-1].double()
+        lp = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None])[:, 0]
+        out.append(lp[len(p) - 1 :])
+    return out
+
+
+@pytest.mark.parametrize("correction", ["tis", "mis"])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_trainer_step_with_a_perturbed_sampler_equals_the_formula(make_config, correction, level):
+    import copy
+
+    from grpo_fast.sampling import HFSampler
+
+    lr, C = 0.05, 2.0
+    t = _trainer(
+        make_config,
+        lambda model, tok: PerturbedSampler(HFSampler(model, tok)),
+        sampler_correction=correction,
+        sampler_level=level,
+        sampler_threshold=C,
+    )
+    start = copy.deepcopy(t.model)
+    rec = t.step()
+    comp = t.last_batch.completions
+    adv = t.last_batch.advantages.astype(np.float64)
+    assert np.abs(adv).max() > 0, "the seed should give a batch with signal"
+
+    # By hand, in float64: the trainer's log-probs at the start are the old ones.
+    model = copy.deepcopy(start).double()
+    logp = _reference_logp(model, comp.prompt_ids, comp.completion_ids)
+    old = [x.detach() for x in logp]
+    per_seq, kl, n_tok, masked, cut, ratios = [], 0.0, 0, 0, 0, []
+    for lp, o, s, a in zip(logp, old, comp.logprobs, adv, strict=True):
+        d = [float(o[k]) - s[k] for k in range(len(s))]
+        kl += sum(math.exp(x) - 1 - x for x in d)
+        n_tok += len(d)
+        if level == "sequence":
+            rho = [math.exp(sum(d) / len(d))] * len(d) if d else []
+            ratios += rho[:1]
+        else:
+            rho = [math.exp(x) for x in d]
+            ratios += rho
+        if correction == "tis":
+            w = [min(r, C) for r in rho]
+            cut += sum(r > C for r in rho)
+        else:
+            w = [r if 1 / C <= r <= C else 0.0 for r in rho]
+            masked += sum(not 1 / C <= r <= C for r in rho)
+        r = torch.exp(lp - o)
+        obj = torch.minimum(r * a, torch.clamp(r, 0.8, 1.2) * a) * torch.tensor(w, dtype=r.dtype)
+        per_seq.append(-obj.mean())
+    loss = torch.stack(per_seq).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+    for (name, ours), theirs in zip(t.model.named_parameters(), model.parameters(), strict=True):
+        torch.testing.assert_close(ours.double(), theirs, rtol=1e-4, atol=1e-6, msg=name)
+    assert rec["loss"] == pytest.approx(loss.item(), rel=1e-4, abs=1e-6)
+    assert rec["mismatch_kl"] == pytest.approx(kl / n_tok, rel=1e-4)
+    assert rec["mismatch_ratio_min"] == pytest.approx(min(ratios), rel=1e-4)
+    assert rec["mismatch_ratio_max"] == pytest.approx(max(ratios), rel=1e-4)
+    assert rec["mismatch_masked_frac"] == pytest.approx(masked / n_tok, abs=1e-6)
+    assert rec["mismatch_truncated_frac"] == pytest.approx(cut / n_tok, abs=1e-6)
+    assert masked + cut > 0, "the perturbation should reach the correction"
+
+
+def test_metrics_jsonl_has_the_mismatch_columns(make_config, tmp_path):
+    from grpo_fast.metrics import read_metrics
+    from grpo_fast.sampling import HFSampler
+
+    t = _trainer(
+        make_config,
+        lambda model, tok: PerturbedSampler(HFSampler(model, tok)),
+        sampler_correction="mis",
+        grad_accum_steps=2,
+        max_steps=1,
+    )
+    t.train()
+    rows = [r for r in read_metrics(t.out / "metrics.jsonl") if r["step"] == 1]
+    keys = ["mismatch_kl", "mismatch_ratio_min", "mismatch_ratio_mean", "mismatch_ratio_max"]
+    assert all(k in rows[0] for k in [*keys, "mismatch_masked_frac"]), rows[0].keys()
+    assert rows[0]["mismatch_ratio_min"] < rows[0]["mismatch_ratio_mean"]
+    assert rows[0]["mismatch_ratio_mean"] < rows[0]["mismatch_ratio_max"]
+
+
+def test_a_correction_without_sampler_log_probs_is_refused(make_config):
+    from grpo_fast.sampling import HFSampler
+
+    t = _trainer(
+        make_config,
+        lambda model, tok: HFSampler(model, tok, logprobs=False),
+        sampler_correction="tis",
+    )
+    with pytest.raises(InvalidInputError, match="needs the sampler's log-probs.*HFSampler"):
+        t.step()
+
+
+def test_bad_sampler_options_are_refused(make_config):
+    from grpo_fast.trainer import TrainerConfig
+
+    with pytest.raises(InvalidInputError, match="sampler_threshold must be > 1"):
+        make_config(sampler_threshold=1.0).validate()
+    with pytest.raises(InvalidInputError, match="sampler_correction must be one of"):
+        make_config(sampler_correction="icepop").validate()
+    assert TrainerConfig(sampler="vllm").sampler_correction == "auto"
