@@ -81,3 +81,21 @@ def test_dry_run_skips_the_cuda_tests_and_writes_the_report(tmp_path):
     assert "4 skipped" in text and "needs a CUDA GPU" in text
     assert text.rstrip().endswith("gpu_check: done")
     assert out.stdout.rstrip().endswith("gpu_check: done")  # the report is also shown
+
+
+def test_bench_says_why_liger_is_left_out_on_the_cpu(monkeypatch):
+    """bench_logprobs --liger without CUDA (or without the package): a reason, not a crash."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_logprobs", ROOT / "benches" / "bench_logprobs.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    reason = bench.liger_unavailable("cpu")
+    if importlib.util.find_spec("liger_kernel") is None:
+        assert "liger-kernel is not installed" in reason and "make wheel" in reason
+    else:
+        assert "need CUDA" in reason
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert "not installed" in bench.liger_unavailable("cuda")
