@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 DEPS_HASH := $(shell cat requirements/*.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
 
-.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust fuzz clean
+.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust fuzz clean wheel
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,16 @@ demo: develop ## GRPO training of the embedded tiny model on the CPU
 
 bench: develop ## pytest-benchmark comparisons against peers (ratios printed)
 	$(PY) -m pytest benches -q -p no:randomly --benchmark-only --benchmark-columns=min,median,mean,rounds
+
+WHEEL_DIR ?= .whl
+wheel: $(STAMP) ## the abi3 wheel + Liger-Kernel's and pytest's wheels in .whl/ (scripts/gpu_check.sh)
+	mkdir -p $(WHEEL_DIR)
+	rm -f $(WHEEL_DIR)/grpo_fast-*.whl
+	$(VENV)/bin/maturin build --release --quiet --out $(WHEEL_DIR)
+	@# For a GPU machine without network: pure-Python wheels, installed there with --no-deps.
+	$(PY) -m pip download --quiet --no-deps --dest $(WHEEL_DIR) liger-kernel==0.8.5
+	$(PY) -m pip download --quiet --only-binary=:all: --dest $(WHEEL_DIR) pytest==9.2.0
+	@ls $(WHEEL_DIR)
 
 bench-rust: ## Criterion benches of the core
 	cargo bench -p grpo-fast-core

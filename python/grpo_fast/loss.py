@@ -1,4 +1,4 @@
-"""The GRPO policy loss and its variants (DAPO, Dr. GRPO, GSPO, dual-clip PPO).
+"""The GRPO policy loss and its variants (DAPO, Dr. GRPO, GSPO, dual-clip PPO, TIS/MIS).
 
 :func:`policy_loss` is the objective; the rest of the module checks inputs.
 
@@ -13,6 +13,8 @@ import numpy as np
 import torch
 
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.mismatch import check_options as _check_sampler_options
+from grpo_fast.mismatch import sampler_weights
 
 __all__ = ["LOSS_TYPES", "policy_loss"]
 
@@ -43,6 +45,11 @@ def policy_loss(
     max_completion_length: int | None = None,
     normalizer: float | torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
+    sampler_logp: torch.Tensor | None = None,
+    sampler_correction: str = "tis",
+    sampler_level: str = "token",
+    sampler_threshold: float = 2.0,
+    token_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped-ratio policy-gradient loss with an optional KL penalty to a reference.
 
@@ -86,9 +93,22 @@ def policy_loss(
     normalizer : float or scalar tensor, optional
         For "dapo": the number of completion tokens in the whole global batch
         (all accumulation steps and ranks), so every token weighs the same;
-        defaults to this batch's ``sum(mask)``.
+        defaults to this batch's ``sum(mask)``. For "grpo": the number of
+        sequences in the global batch (the sum of per-sequence means is divided
+        by it); defaults to B.
     entropy : float tensor [B, T], optional
         Per-token entropy; only reported (``entropy_mean``).
+    sampler_logp : float tensor [B, T], optional
+        The sampler's log-probs of the tokens (vLLM's); each token's
+        policy-gradient term is then weighted by :func:`grpo_fast.mismatch.sampler_weights`
+        of ``rho = exp(old_logp - sampler_logp)``: ``sampler_correction="tis"``
+        ``min(rho, C)``, ``"mis"`` ``rho`` inside ``[1/C, C]`` and 0 outside,
+        ``"none"`` 1 (only measured), with ``C = sampler_threshold``, per token
+        or per sequence (``sampler_level="sequence"``: the geometric mean of
+        the sequence's ratios).
+    token_weights : float tensor [B, T], optional
+        Constant weights of each token's policy-gradient term, computed by the
+        caller (verl's ``rollout_is_weights``).
 
     Returns
     -------
@@ -98,6 +118,9 @@ def policy_loss(
         ``clip_frac_high`` (above ``1 + eps_high`` with A > 0), ``clip_frac``
         (their sum), ``ratio_mean``, plus ``dual_clip_frac``, ``kl_mean``,
         ``entropy_mean`` when those options are used; token means over the mask.
+        With ``sampler_logp``: ``mismatch_kl``, ``mismatch_ratio_min`` /
+        ``_mean`` / ``_max``, ``mismatch_masked_frac``, ``mismatch_truncated_frac``
+        (see :func:`~grpo_fast.mismatch.sampler_weights`).
 
     Examples
     --------
@@ -110,6 +133,11 @@ def policy_loss(
         logp, old_logp, advantages, mask, ref_logp, beta, entropy
     )
     _check_options(eps_low, eps_high, dual_clip, delta, importance_sampling_level, kl, loss_type)
+    if sampler_logp is not None:
+        sampler_logp = _check_like("sampler_logp", sampler_logp, logp).detach()
+        _check_sampler_options(sampler_correction, sampler_level, sampler_threshold)
+    if token_weights is not None:
+        token_weights = _check_like("token_weights", token_weights, logp).detach()
 
     # The importance ratio, per token or per sequence (GSPO).
     log_ratio = logp - old_logp
@@ -125,12 +153,27 @@ def policy_loss(
     if dual_clip is not None:  # bound the loss of a negative-advantage token at c * |A|
         per_token = torch.where(adv < 0, torch.minimum(per_token, -adv * dual_clip), per_token)
 
+    # The sampler is not the trainer (vLLM): weigh each token by TIS / MIS of its ratio.
+    mismatch: dict[str, torch.Tensor] = {}
+    if sampler_logp is not None:
+        w, mismatch = sampler_weights(
+            old_logp,
+            sampler_logp,
+            m,
+            correction=sampler_correction,
+            level=sampler_level,
+            threshold=sampler_threshold,
+        )
+        per_token = per_token * w
+    if token_weights is not None:
+        per_token = per_token * token_weights
+
     if beta != 0.0:
         per_token = per_token + beta * _kl(logp, ref_logp, kl)
 
     loss = _aggregate(per_token, m, loss_type, max_completion_length, normalizer)
     metrics = _metrics(
-        ratio, adv, m, eps_low, eps_high, dual_clip, beta, logp, ref_logp, kl, entropy
+        ratio, adv, m, eps_low, eps_high, dual_clip, beta, logp, ref_logp, kl, entropy, mismatch
     )
     return loss, metrics
 
@@ -154,7 +197,10 @@ def _aggregate(
 ) -> torch.Tensor:
     summed = per_token * m
     if loss_type == "grpo":
-        return (summed.sum(-1) / m.sum(-1).clamp(min=1)).mean()
+        per_seq = summed.sum(-1) / m.sum(-1).clamp(min=1)
+        if normalizer is None:
+            return per_seq.mean()
+        return per_seq.sum() / _check_normalizer(normalizer)
     if loss_type in ("bnpo", "token_mean"):
         return summed.sum() / m.sum().clamp(min=1)
     if loss_type == "dapo":
@@ -179,6 +225,7 @@ def _metrics(
     ref_logp: torch.Tensor | None,
     kl: str,
     entropy: torch.Tensor | None,
+    mismatch: dict[str, torch.Tensor],
 ) -> dict[str, float]:
     with torch.no_grad():
         count = m.sum().clamp(min=1)
@@ -200,8 +247,12 @@ def _metrics(
             values["kl_mean"] = mean(_kl(logp.detach(), ref_logp, kl))
         if entropy is not None:
             values["entropy_mean"] = mean(entropy.detach())
+        values.update({k: v.to(count.dtype) for k, v in mismatch.items()})
         floats = torch.stack(list(values.values())).tolist()  # one sync
-    return dict(zip(values, floats, strict=True))
+    out = dict(zip(values, floats, strict=True))
+    if out.pop("_nonfinite", 0.0) > 0:
+        raise InvalidInputError("sampler_logp is not finite on some tokens of the mask")
+    return out
 
 
 # ---------------------------------------------------------------------------

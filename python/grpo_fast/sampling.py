@@ -259,7 +259,9 @@ class VLLMSampler:
     seed : int
         Engine seed.
     **engine_kwargs
-        Passed to ``vllm.LLM`` (``gpu_memory_utilization``, ``dtype``, ...).
+        Passed to ``vllm.LLM`` (``gpu_memory_utilization``, ``dtype``, ...);
+        ``logprobs_mode`` defaults to ``"processed_logprobs"`` where vLLM has it,
+        so the reported log-probs are those of the distribution sampled from.
 
     Requires the ``grpo-fast[vllm]`` extra and a GPU. The engine runs in this
     process, next to the trainer ("colocated"): after an optimizer step
@@ -277,6 +279,11 @@ class VLLMSampler:
             ) from None
         self._vllm = vllm
         engine_kwargs.setdefault("gpu_memory_utilization", 0.3)
+        # The mismatch correction compares these log-probs with the trainer's after
+        # temperature: vLLM V1 reports the raw logits' unless asked (TRL and verl ask too).
+        engine_fields = getattr(vllm.EngineArgs, "__dataclass_fields__", {})
+        if "logprobs_mode" in engine_fields:
+            engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
         self.llm = vllm.LLM(model=model, seed=seed, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
 

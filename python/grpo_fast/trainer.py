@@ -41,6 +41,7 @@ from grpo_fast.distributed import Distributed
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
 from grpo_fast.metrics import MetricsWriter, read_metrics
+from grpo_fast.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
 from grpo_fast.modeling import Packed, completion_logprobs, load_model, load_tokenizer, pack
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
 from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
@@ -58,6 +59,7 @@ __all__ = [
 # transformers.get_scheduler's names for the schedules after warmup.
 _SCHEDULERS = {"constant": "constant_with_warmup", "linear": "linear", "cosine": "cosine"}
 LR_SCHEDULES = tuple(_SCHEDULERS)
+SAMPLER_CORRECTIONS = ("auto", *CORRECTIONS)
 
 
 def _doc(text: str) -> Any:
@@ -134,6 +136,21 @@ class TrainerConfig:
     )
     num_iterations: int = field(
         default=1, metadata=_doc("optimizer passes over each generation batch (old log-probs kept)")
+    )
+    sampler_correction: Literal[SAMPLER_CORRECTIONS] = field(  # type: ignore[valid-type]
+        default="auto",
+        metadata=_doc(
+            "sampler-mismatch correction from the sampler's log-probs: tis (weights "
+            "min(ratio, C)), mis (no loss outside [1/C, C]), none (only logged); auto: tis "
+            "with vllm, none with hf"
+        ),
+    )
+    sampler_level: Literal[LEVELS] = field(  # type: ignore[valid-type]
+        default="token",
+        metadata=_doc("one mismatch ratio per token, or per sequence (geometric mean)"),
+    )
+    sampler_threshold: float = field(
+        default=2.0, metadata=_doc("C of the sampler correction: TIS cap, MIS band [1/C, C]")
     )
     # Optimisation.
     optimizer: Literal["adamw", "sgd"] = field(default="adamw", metadata=_doc("optimizer"))
@@ -213,6 +230,11 @@ class TrainerConfig:
         need(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
         need(self.beta >= 0, f"beta must be >= 0, got {self.beta}")
         need(self.eps_low >= 0 and self.eps_high >= 0, "eps_low and eps_high must be >= 0")
+        need(
+            self.sampler_threshold > 1,
+            f"sampler_threshold must be > 1 (TIS cap, MIS band [1/C, C]), "
+            f"got {self.sampler_threshold}",
+        )
         need(self.temperature > 0, f"temperature must be > 0 for training: {self.temperature}")
         for name in ("eval_every", "save_every", "max_refill_rounds", "torch_threads"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
@@ -253,12 +275,21 @@ def set_cpu_threads(threads: int, model: Any, device: torch.device) -> None:
         torch.set_num_threads(1)
 
 
+def sampler_correction(cfg: TrainerConfig) -> str:
+    """``cfg.sampler_correction`` with ``auto`` resolved: ``tis`` for vLLM, ``none`` for HF
+    (it samples with the training model itself: the same log-probs)."""
+    if cfg.sampler_correction != "auto":
+        return cfg.sampler_correction
+    return "tis" if cfg.sampler == "vllm" else "none"
+
+
 def build_sampler(cfg: TrainerConfig, model: Any, tokenizer: Any) -> Any:
     """``HFSampler`` on the training model itself, or a colocated ``VLLMSampler``."""
     if cfg.sampler == "vllm":
         return VLLMSampler(cfg.model, seed=cfg.seed)
-    # The loss recomputes the log-probs in its own forward: the sampler's are not needed.
-    return HFSampler(model, tokenizer, logprobs=False)
+    # The loss recomputes the log-probs in its own forward: the sampler's are needed
+    # only for a sampler correction asked for by name.
+    return HFSampler(model, tokenizer, logprobs=sampler_correction(cfg) != "none")
 
 
 def build_optimizer(cfg: TrainerConfig, model: Any) -> torch.optim.Optimizer:
@@ -341,7 +372,9 @@ class Trainer:
         config.validate()
         self.dist = Distributed.from_env(torch.device(_device_type(config.device)).type)
         self.device = resolve_device(config.device, self.dist)
-        self.config = cfg = dataclasses.replace(config, device=str(self.device))
+        self.config = cfg = dataclasses.replace(
+            config, device=str(self.device), sampler_correction=sampler_correction(config)
+        )
         self.is_main = self.dist.is_main
         self.out = Path(cfg.output_dir)
         # Every rank draws different samples; prompt order is shared (its own generator).
@@ -497,6 +530,7 @@ class Trainer:
             self.device,
         )
         adv = torch.from_numpy(batch.advantages.astype(np.float32)).to(self.device)
+        sampler_logp = self._sampler_logp(batch, packed)
         with torch.no_grad():
             old_logp = self.logprobs(self.model, packed)[0] if cfg.num_iterations > 1 else None
             ref_logp = None if self.ref_model is None else self.logprobs(self.ref_model, packed)[0]
@@ -523,11 +557,15 @@ class Trainer:
                     loss_type=cfg.loss_type,
                     max_completion_length=cfg.max_new_tokens,
                     entropy=entropy.detach(),
+                    sampler_logp=None if sampler_logp is None else sampler_logp[rows],
+                    sampler_correction=cfg.sampler_correction,
+                    sampler_level=cfg.sampler_level,
+                    sampler_threshold=cfg.sampler_threshold,
                 )
                 # Row-weighted: the accumulated gradient is the full batch's (per-sequence mean).
                 (loss * (logp.shape[0] / n)).backward()
                 for k, v in {"loss": float(loss.item()), **m}.items():
-                    sums[k] = sums.get(k, 0.0) + v
+                    sums[k] = _accumulate(k, sums.get(k), v)
                 count += 1
             self.dist.average_grads(trainable)
             if cfg.max_grad_norm > 0:
@@ -542,10 +580,24 @@ class Trainer:
             self.optimizer.step()
             self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
-        out = {k: v / count for k, v in sums.items()}
+        out = {k: v if k.endswith(_EXTREMES) else v / count for k, v in sums.items()}
         out["kl"] = out.pop("kl_mean", None)
         out["entropy"] = out.pop("entropy_mean", None)
         return out
+
+    def _sampler_logp(self, batch: Batch, packed: Packed) -> torch.Tensor | None:
+        """The sampler's log-probs ``[rows, Tc]`` carried by the batch (None without them)."""
+        comp = batch.completions
+        if comp.logprobs is None:
+            if self.config.sampler_correction != "none":
+                raise InvalidInputError(
+                    f"sampler_correction={self.config.sampler_correction!r} needs the sampler's "
+                    f"log-probs, but {type(self.sampler).__name__} returned none "
+                    "(HFSampler(..., logprobs=True), or sampler_correction='none')"
+                )
+            return None
+        width = packed.completion_ids.shape[1]
+        return pad_sampler_logprobs(comp.logprobs, comp.completion_ids, width, self.device)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
@@ -686,6 +738,20 @@ class Trainer:
         if rng["cuda"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
         self.sampler.update_weights(self.model)
+
+
+# Metrics whose micro-batch values combine by min / max rather than by the mean.
+_EXTREMES = ("_min", "_max")
+
+
+def _accumulate(name: str, acc: float | None, value: float) -> float:
+    if acc is None:
+        return value
+    if name.endswith("_min"):
+        return float(np.fmin(acc, value))
+    if name.endswith("_max"):
+        return float(np.fmax(acc, value))
+    return acc + value
 
 
 def _device_type(name: str) -> str:

@@ -39,7 +39,11 @@ registers the estimators in verl's registry as ``grpo_fast_grpo``,
 ``grpo_fast_reinforce_plus_plus_baseline`` and ``grpo_fast_grpo_passk``
 (``algorithm.adv_estimator=grpo_fast_grpo``), and the reward manager
 :data:`GrpoFastRewardManager` in verl's reward-loop registry as ``grpo_fast``
-(``reward.reward_manager.name=grpo_fast``). Without the installed entry point,
+(``reward.reward_manager.name=grpo_fast``), and the policy losses of
+:mod:`grpo_fast.integrations.verl_loss` in verl's policy-loss registry as
+``grpo_fast_vanilla`` and ``grpo_fast_gspo``
+(``actor_rollout_ref.actor.policy_loss.loss_mode=grpo_fast_vanilla``).
+Without the installed entry point,
 ``VERL_USE_EXTERNAL_MODULES=grpo_fast.integrations.verl`` does the same.
 verl's trainer hands a registered estimator only ``token_level_rewards``,
 ``response_mask``, ``index`` and ``config``: ``grpo_fast_grpo`` reads
@@ -73,6 +77,7 @@ import numpy as np
 
 from grpo_fast.advantages import broadcast_to_tokens, compute_advantages
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.integrations.verl_loss import register_verl_policy_losses
 from grpo_fast.verify import extract_answer, verify_batch
 
 __all__ = [
@@ -91,6 +96,7 @@ __all__ = [
     "compute_score_batch",
     "convention",
     "register_verl_estimators",
+    "register_verl_policy_losses",
     "register_verl_reward_manager",
     "score_items",
 ]
@@ -876,7 +882,11 @@ def _register_all() -> None:
     plugin's errors (logged at DEBUG), so failures are logged here as warnings."""
     import logging
 
-    for register in (register_verl_estimators, register_verl_reward_manager):
+    for register in (
+        register_verl_estimators,
+        register_verl_reward_manager,
+        register_verl_policy_losses,
+    ):
         try:
             register()
         except Exception as exc:  # pragma: no cover - depends on the installed verl
