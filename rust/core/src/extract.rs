@@ -581,7 +581,8 @@ impl<'a> Scan<'a> {
 /// is one word (`yes`, `x^2+2x+1`, `\frac{0}{1}`, `\text{odd}`, `1 000`).
 fn looks_like_an_answer(t: &str) -> bool {
     let b = t.as_bytes();
-    if b.is_empty() || b.contains(&b'\n') {
+    // Reasoning tags (left in the text by `think: false`) are not part of an answer.
+    if b.is_empty() || b.contains(&b'\n') || memmem::find(b, b"think>").is_some() {
         return false;
     }
     let mut words = 0;
@@ -1525,6 +1526,9 @@ mod tests {
         assert_eq!(e.parts, vec!["3"]);
         let e = extract_answer("<think>\\boxed{3}</think> and \\boxed{3}", &off).expect("found");
         assert_eq!(e.parts, vec!["3", "3"]);
+        // The tags are not an answer: the choice after them is.
+        let e = extract_answer("<think>hmm</think> (C)", &off).expect("found");
+        assert_eq!((e.parts, e.rule), (vec!["C"], Rule::Choice));
     }
 
     #[test]
