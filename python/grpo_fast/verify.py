@@ -183,9 +183,7 @@ def extract_answer(
     >>> extract_answer(r"<think>maybe \\boxed{3}", think=False).parts
     ('3',)
     """
-    found = _core.extract_answer(
-        completion, extract_options(rules, max_length, tail_length, think)
-    )
+    found = _core.extract_answer(completion, extract_options(rules, max_length, tail_length, think))
     return None if found is None else Extraction(tuple(found[0]), found[1])
 
 

@@ -79,8 +79,11 @@ fn flag(name: &str, value: Option<&Bound<'_, PyAny>>, default: bool) -> PyResult
         return Ok(b.is_true());
     }
     let t = v.get_type();
-    let numpy_bool = t.module().is_ok_and(|m| m.to_cow().is_ok_and(|m| m == "numpy"))
-        && t.name().is_ok_and(|n| n.to_cow().is_ok_and(|n| n == "bool" || n == "bool_"));
+    let numpy_bool = t
+        .module()
+        .is_ok_and(|m| m.to_cow().is_ok_and(|m| m == "numpy"))
+        && t.name()
+            .is_ok_and(|n| n.to_cow().is_ok_and(|n| n == "bool" || n == "bool_"));
     if numpy_bool {
         return v.is_truthy();
     }

@@ -274,15 +274,26 @@ impl Cmp<'_> {
                 Ok(true)
             }
             (Node::Matrix(m), Node::Tuple(v)) | (Node::Tuple(v), Node::Matrix(m)) => {
-                let flat: Vec<Node> = m.iter().flatten().cloned().collect();
-                if m.len() == 1 || m.iter().all(|r| r.len() == 1) {
-                    self.ordered(&flat, v)
-                } else {
-                    Ok(false)
-                }
+                self.vector(m, v)
+            }
+            // Against a vector, `[0.5, 1]` is the list of its entries (an
+            // interval is no vector).
+            (Node::Matrix(m), Node::Interval(a, b, true, true))
+            | (Node::Interval(a, b, true, true), Node::Matrix(m)) => {
+                self.vector(m, &[(**a).clone(), (**b).clone()])
             }
             (a, b) if a.is_structure() || b.is_structure() => Ok(false),
             (a, b) => self.scalar(a, b),
+        }
+    }
+
+    /// A row or column matrix against the ordered entries of a tuple.
+    fn vector(&self, m: &[Vec<Node>], v: &[Node]) -> R<bool> {
+        if m.len() == 1 || m.iter().all(|r| r.len() == 1) {
+            let flat: Vec<Node> = m.iter().flatten().cloned().collect();
+            self.ordered(&flat, v)
+        } else {
+            Ok(false)
         }
     }
 
@@ -807,7 +818,7 @@ fn ten_to(e: i32) -> BigRational {
 /// truncated at its last digit, carries at least 4 significant digits and
 /// `x` is a value it cannot write exactly; `None` otherwise (the ordinary
 /// comparison decides).
-fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
+pub(crate) fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
     if e.unsigned_abs() > 400 {
         return None;
     }
