@@ -9,19 +9,26 @@
 //! then compared exactly. No numeric slack is added anywhere else, so a wrong
 //! expression does not come closer to the gold by being written in decimals.
 
+use num_rational::BigRational;
+
 use super::ast::{Node, FLOAT};
-use super::compare::{free_symbols, rounds_to};
+use super::compare::{free_symbols, real_value, rounds_to_real};
 use super::eval::{Evaluator, V};
 use super::Limits;
 
-/// How many of the gold's constants are tried (each is evaluated once).
+/// How many of the gold's constants are tried: each is evaluated once, all
+/// of them within one evaluator's work budget.
 const MAX_CONSTANTS: usize = 64;
+/// How many decimals of the prediction are looked at (each is checked
+/// against every constant, a few comparisons of big rationals).
+const MAX_DECIMALS: usize = 64;
 
 /// `pred` with each decimal that stands for a constant of `gold` replaced by
 /// that constant; `None` when the rule does not apply (the gold has a
 /// decimal of its own, or no decimal of `pred` stands for a constant).
 pub(crate) fn decimals_as_constants(gold: &Node, pred: &Node, limits: &Limits) -> Option<Node> {
-    if gold.has_decimal() || !has_stated_decimal(pred) {
+    let decimals = stated_decimals(pred);
+    if gold.has_decimal() || decimals == 0 || decimals > MAX_DECIMALS {
         return None;
     }
     let constants = constants_of(gold, limits);
@@ -33,21 +40,21 @@ pub(crate) fn decimals_as_constants(gold: &Node, pred: &Node, limits: &Limits) -
     changed.then_some(out)
 }
 
-fn has_stated_decimal(n: &Node) -> bool {
-    let mut found = false;
+fn stated_decimals(n: &Node) -> usize {
+    let mut count = 0;
     n.walk(&mut |m| {
         if let Node::Num(_, Some(e)) = m {
-            found |= *e != FLOAT;
+            count += usize::from(*e != FLOAT);
         }
     });
-    found
+    count
 }
 
 /// The constant parts of the gold with their values: every constant
 /// sub-expression that is not a bare integer, and the constant factors of a
 /// product or the constant terms of a sum taken together (`2\pi` in
 /// `2\pi r`, `1 + \sqrt2` in `x + 1 + \sqrt2`).
-fn constants_of(gold: &Node, limits: &Limits) -> Vec<(Node, V)> {
+fn constants_of(gold: &Node, limits: &Limits) -> Vec<(Node, BigRational)> {
     let mut nodes: Vec<Node> = Vec::new();
     gold.walk(&mut |n| {
         if nodes.len() >= MAX_CONSTANTS {
@@ -69,10 +76,16 @@ fn constants_of(gold: &Node, limits: &Limits) -> Vec<(Node, V)> {
         }
     });
     let mut out = Vec::new();
+    let mut ev = Evaluator::new(limits);
     for n in nodes {
-        let mut ev = Evaluator::new(limits);
-        if let Ok(v @ (V::Q(_) | V::F(_))) = ev.eval(&n) {
-            out.push((n, v));
+        match ev.eval(&n) {
+            Ok(v @ (V::Q(_) | V::F(_))) => {
+                if let Some(x) = real_value(&n, &v) {
+                    out.push((n, x));
+                }
+            }
+            Ok(_) => {}
+            Err(_) => break, // the budget is spent
         }
     }
     out
@@ -82,15 +95,15 @@ fn is_constant(n: &Node) -> bool {
     free_symbols(n).is_empty()
 }
 
-fn replace(n: &Node, constants: &[(Node, V)], changed: &mut bool) -> Node {
+fn replace(n: &Node, constants: &[(Node, BigRational)], changed: &mut bool) -> Node {
     let rec = |x: &Node, changed: &mut bool| Box::new(replace(x, constants, changed));
     let all = |v: &[Node], changed: &mut bool| -> Vec<Node> {
         v.iter().map(|x| replace(x, constants, changed)).collect()
     };
     match n {
         Node::Num(d, Some(e)) if *e != FLOAT => {
-            for (c, v) in constants {
-                if rounds_to(d, *e, c, v) == Some(true) {
+            for (c, x) in constants {
+                if rounds_to_real(d, *e, x) == Some(true) {
                     *changed = true;
                     return c.clone();
                 }
