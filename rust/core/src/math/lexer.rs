@@ -956,12 +956,12 @@ fn small_or_big(digits: &str) -> BigInt {
 
 /// The length of the command in `name` when `name` is a relation, an
 /// operator or `\pi` run into a one-letter name (`lex`, `pir`, `cdotx`); real
-/// commands of that shape (`\int`, `\inf`, `\neg`, `\pmb`) are not split.
+/// commands of that shape (`\int`, `\inf`, `\neg`, `\pmb`, `\cdotp`) are not split.
 fn run_into_letter(name: &str) -> Option<usize> {
     const CMDS: [&str; 13] = [
         "leq", "geq", "neq", "le", "ge", "ne", "in", "pm", "mp", "cdot", "times", "div", "pi",
     ];
-    if matches!(name, "int" | "inf" | "neg" | "pmb") {
+    if matches!(name, "int" | "inf" | "neg" | "pmb" | "cdotp") {
         return None;
     }
     CMDS.iter()
