@@ -438,13 +438,14 @@ def _as_score(result: Any) -> float:
 
 
 def _matched(
-    golds: list[Any], preds: list[str], rules: Sequence[str] | None, rel_tol: float
+    golds: list[Any], preds: list[str], rules: Sequence[str] | None, rel_tol: float, think: bool
 ) -> np.ndarray:
     """1.0 / 0.0 per item (any of a list of acceptable golds), one Rust call."""
     flat, owner = _golds(golds)
+    opts = {"rel_tol": rel_tol, "rules": rules, "think": think}
     if len(flat) == len(preds):
-        return verify_batch(flat, preds, rel_tol=rel_tol, rules=rules).astype(np.float64)
-    hits = verify_batch(flat, [preds[i] for i in owner], rel_tol=rel_tol, rules=rules)
+        return verify_batch(flat, preds, **opts).astype(np.float64)
+    hits = verify_batch(flat, [preds[i] for i in owner], **opts)
     best = np.zeros(len(preds), dtype=np.float64)
     np.maximum.at(best, np.asarray(owner, dtype=np.int64), hits)
     return best
@@ -459,13 +460,15 @@ def score_items(
     judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
+    think: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, list[Any]]:
     """Score a batch under verl's conventions: ``(scores, correct, delegated)``.
 
     One :func:`grpo_fast.verify_batch` call per distinct convention in the
     batch (one for a single-source batch). ``delegated[i]`` is verl's own
     result for a source only verl scores (None elsewhere). ``rules`` replaces
-    every source's extraction rules.
+    every source's extraction rules; ``think=False`` also reads the reasoning
+    (see :func:`grpo_fast.extract_answer`).
     """
     preds = list(solution_strs)
     golds = list(ground_truths)
@@ -507,7 +510,7 @@ def score_items(
         texts = [preds[i] for i in items]
         if conv.clip is not None:
             texts = [t[-conv.clip :] for t in texts]
-        hit = _matched([golds[i] for i in items], texts, use, rel_tol) > 0
+        hit = _matched([golds[i] for i in items], texts, use, rel_tol, think) > 0
         idx = np.asarray(items, dtype=np.int64)
         correct[idx] = hit
         scores[idx] = np.where(hit, 1.0, conv.wrong)
@@ -523,6 +526,7 @@ def compute_score_batch(
     judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
+    think: bool = True,
     **kwargs: Any,
 ) -> list[float]:
     """One score per response, with verl's conventions per ``data_source``.
@@ -535,8 +539,9 @@ def compute_score_batch(
     answer scores as wrong, since verl would spread a NaN into the
     advantages; a list of acceptable answers scores 1.0 when any matches.
     ``judge="grpo_fast"`` accepts any answer form grpo-fast extracts;
-    ``judge``, ``rel_tol`` and ``rules`` (extraction rules for every source)
-    can be set through verl's ``custom_reward_function.reward_kwargs``.
+    ``judge``, ``rel_tol``, ``rules`` (extraction rules for every source) and
+    ``think`` (False: the reasoning before ``</think>`` is read too) can be
+    set through verl's ``custom_reward_function.reward_kwargs``.
 
     Examples
     --------
@@ -559,6 +564,7 @@ def compute_score_batch(
         judge=judge,
         rel_tol=rel_tol,
         rules=rules,
+        think=think,
     )
     return [float(x) for x in scores.tolist()]
 
@@ -576,6 +582,7 @@ def compute_score(
     judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
+    think: bool = True,
     **kwargs: Any,
 ) -> Any:
     """verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)``.
@@ -602,6 +609,7 @@ def compute_score(
             judge=judge,
             rel_tol=rel_tol,
             rules=rules,
+            think=think,
         )
     if not isinstance(solution_str, str):
         raise InvalidInputError(f"solution_str must be a str, not {type(solution_str).__name__}")
@@ -613,6 +621,7 @@ def compute_score(
         judge=judge,
         rel_tol=rel_tol,
         rules=rules,
+        think=think,
     )
     if delegated[0] is not None:
         return delegated[0]
@@ -620,7 +629,7 @@ def compute_score(
     if conv.returns_dict:
         use = rules if rules is not None else conv.rules
         text = solution_str if conv.clip is None else solution_str[-conv.clip :]
-        found = extract_answer(text, rules=use)
+        found = extract_answer(text, rules=use, think=think)
         pred = found.answer if found is not None else "[INVALID]"
         return {"score": float(scores[0]), "acc": bool(correct[0]), "pred": pred}
     return float(scores[0])
@@ -725,11 +734,11 @@ def _reward_options(compute_score: Any) -> dict[str, Any]:
             and raw.__code__.co_filename.endswith(("integrations/verl.py", "integrations\\verl.py"))
         ):
             options = dict(extra)
-            unknown = sorted(set(options) - {"judge", "rel_tol", "rules"})
+            unknown = sorted(set(options) - {"judge", "rel_tol", "rules", "think"})
             if unknown:
                 raise InvalidInputError(
                     f"reward_kwargs {unknown} are not options of the grpo_fast reward manager "
-                    "(judge, rel_tol, rules)"
+                    "(judge, rel_tol, rules, think)"
                 )
             if "judge" in options:
                 convention(None, options["judge"])  # validates
