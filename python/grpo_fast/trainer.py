@@ -19,9 +19,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
-import random
-import shutil
 import time
 import typing
 from collections.abc import Sequence
@@ -35,6 +32,7 @@ import transformers
 
 import grpo_fast
 from grpo_fast.advantages import ESTIMATORS, SCALES
+from grpo_fast.checkpoint import find_resume, load_checkpoint, save_checkpoint
 from grpo_fast.curriculum import Curriculum, UniformPrompts
 from grpo_fast.data import DATA_DIR, check_tasks, read_tasks
 from grpo_fast.distributed import Distributed
@@ -380,7 +378,7 @@ class Trainer:
         self.step_count = 0
         self.last_batch: Batch | None = None
 
-        resume = self._find_resume(cfg.resume)
+        resume = find_resume(self.out, cfg.resume)
         if resume is not None:
             self._load_checkpoint(resume)
         self.metrics = (
@@ -612,79 +610,27 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
-        """Write ``checkpoints/step-N`` atomically (temp dir, then rename)."""
-        ckpt_root = self.out / "checkpoints"
-        final = ckpt_root / f"step-{self.step_count:07d}"
-        tmp = ckpt_root / f".tmp-step-{self.step_count:07d}"
-        rank_state = {
-            "python": random.getstate(),
-            "numpy": np.random.get_state(),  # noqa: NPY002 (user code may use it)
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        }
-        if self.is_main:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-        self.dist.barrier()
-        torch.save(rank_state, tmp / f"rng-rank{self.dist.rank}.pt")
-        if self.is_main:
-            self.model.save_pretrained(tmp)
-            self.tokenizer.save_pretrained(tmp)
-            torch.save(
-                {
-                    "step": self.step_count,
-                    "optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(),
-                    "prompts": self.prompts.state_dict(),
-                    "world": self.dist.world,
-                },
-                tmp / "trainer_state.pt",
-            )
-        self.dist.barrier()
-        if self.is_main:
-            shutil.rmtree(final, ignore_errors=True)
-            os.replace(tmp, final)
-            done = sorted(ckpt_root.glob("step-*"))
-            for old in done[: max(0, len(done) - max(1, self.config.keep_checkpoints))]:
-                shutil.rmtree(old, ignore_errors=True)
-        self.dist.barrier()
-        return final
-
-    def _find_resume(self, resume: str | None) -> Path | None:
-        if not resume:
-            return None
-        if resume == "auto":
-            done = sorted((self.out / "checkpoints").glob("step-*"))
-            return done[-1] if done else None
-        path = Path(resume)
-        if not (path / "trainer_state.pt").is_file():
-            raise InvalidInputError(f"{resume!r} is not a checkpoint (no trainer_state.pt)")
-        return path
+        """Write ``checkpoints/step-N`` (:func:`grpo_fast.checkpoint.save_checkpoint`)."""
+        return save_checkpoint(
+            self.out,
+            self.step_count,
+            model=self.model,
+            tokenizer=self.tokenizer,
+            trainer_state={
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "prompts": self.prompts.state_dict(),
+            },
+            dist=self.dist,
+            keep=self.config.keep_checkpoints,
+        )
 
     def _load_checkpoint(self, path: Path) -> None:
-        from safetensors.torch import load_file
-
-        state = torch.load(path / "trainer_state.pt", weights_only=False)
-        if state["world"] != self.dist.world:
-            raise InvalidInputError(
-                f"checkpoint {path} was written by {state['world']} processes, "
-                f"this run has {self.dist.world}"
-            )
-        weights = load_file(path / "model.safetensors", device=str(self.device))
-        missing, unexpected = self.model.load_state_dict(weights, strict=False)
-        # Tied embeddings are saved once; anything else missing is a real mismatch.
-        if unexpected or any("lm_head" not in k for k in missing):
-            raise InvalidInputError(f"checkpoint {path} does not match the model: {missing}")
+        state = load_checkpoint(path, model=self.model, device=self.device, dist=self.dist)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.prompts.load_state_dict(state["prompts"])
         self.step_count = int(state["step"])
-        rng = torch.load(path / f"rng-rank{self.dist.rank}.pt", weights_only=False)
-        random.setstate(rng["python"])
-        np.random.set_state(rng["numpy"])  # noqa: NPY002
-        torch.set_rng_state(rng["torch"])
-        if rng["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(rng["cuda"])
         self.sampler.update_weights(self.model)
 
 
