@@ -1,28 +1,136 @@
-"""Checkpoints of a training run: writing, finding and loading ``checkpoints/step-N``.
+"""A run's output directory and its checkpoints: refusing to mix runs, writing
+``checkpoints/step-N`` so that a stop at any moment leaves only good ones,
+and finding and loading the newest good one on resume.
 
 A checkpoint directory holds the model and tokenizer (``save_pretrained``),
-``trainer_state.pt`` (step, optimizer, scheduler, prompt order, world size)
-and one ``rng-rank{R}.pt`` per process. It is written into a temporary
-directory and renamed, so a ``step-N`` directory is never half-written.
+``trainer_state.pt`` (step, optimizer, scheduler, prompt order), one
+``rng-rank{R}.pt`` per process and, written last, ``manifest.json``: the size
+and SHA-256 of every other file. It is written into ``.tmp-step-N``, every
+file and the directory are fsynced, and only then is it renamed to
+``step-N``; a checkpoint is loaded only after its files match the manifest,
+so a truncated, damaged or half-copied one is named and skipped, never
+loaded.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import json
 import os
 import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 
 from grpo_fast.distributed import Distributed
-from grpo_fast.errors import InvalidInputError
+from grpo_fast.errors import CheckpointError, InvalidInputError
+from grpo_fast.tracking import say
 
-__all__ = ["find_resume", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "RUN_FILES",
+    "checkpoint_problem",
+    "find_resume",
+    "load_checkpoint",
+    "prepare_output_dir",
+    "remove_leftovers",
+    "save_checkpoint",
+]
+
+#: What a run writes into its output directory (``overwrite`` removes these, nothing else).
+RUN_FILES = ("metrics.jsonl", "config.json", "curves.png", "checkpoints", "tensorboard", "wandb")
+MANIFEST = "manifest.json"
+# What a failed write raises: OSError (Python), RuntimeError (torch.save's zip writer),
+# SafetensorError (safetensors' Rust writer).
+_WRITE_ERRORS = (OSError, RuntimeError, SafetensorError)
+_STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
+def _step_dirs(out_dir: Path) -> list[tuple[int, Path]]:
+    """``checkpoints/step-N`` directories, oldest first."""
+    root = out_dir / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [(int(m[1]), p) for p in root.iterdir() if (m := _STEP_DIR.match(p.name))]
+    return sorted(found)
+
+
+# ---------------------------------------------------------------------- the output directory
+def prepare_output_dir(
+    out_dir: Path, *, resume: str | None, overwrite: bool, create: bool = False
+) -> None:
+    """Check that a run may write into ``out_dir``; with ``create``, also make it
+    (parents too) or, with ``overwrite``, clear the earlier run's files.
+
+    Called twice: once before anything is loaded (``create=False``: only checks,
+    so a bad data file cannot cost the earlier run) and once when the run starts
+    writing. A directory that already holds a run is refused unless ``resume``
+    (continue it) or ``overwrite`` (replace it) is given.
+    """
+    if resume and overwrite:
+        raise InvalidInputError(
+            "resume and overwrite contradict each other: --resume continues the run in "
+            "output_dir, --overwrite deletes it"
+        )
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidInputError(f"output_dir {str(out_dir)!r} exists and is not a directory")
+    if not out_dir.exists():
+        parent = next(p for p in out_dir.absolute().parents if p.exists())
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            why = "is not writable" if parent.is_dir() else "is not a directory"
+            raise InvalidInputError(
+                f"cannot create output_dir {str(out_dir)!r}: {str(parent)!r} {why}"
+            )
+        if create:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            say(f"created the output directory {out_dir}")
+        return
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"output_dir {str(out_dir)!r} is not writable")
+    held = [name for name in RUN_FILES if (out_dir / name).exists()]
+    if not held or resume:
+        return
+    if not overwrite:
+        steps = _step_dirs(out_dir)
+        shown = [f"{n}/" if (out_dir / n).is_dir() else n for n in held]
+        if steps:
+            shown.append(f"newest checkpoint {steps[-1][1].name}")
+        raise InvalidInputError(
+            f"output_dir {str(out_dir)!r} already holds a run ({', '.join(shown)}): "
+            "continue it with --resume auto, replace it with --overwrite, or choose another "
+            "--output-dir"
+        )
+    if create:
+        for name in held:
+            path = out_dir / name
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        say(f"starting over in {out_dir}: removed the earlier run's {', '.join(held)}")
+
+
+def remove_leftovers(out_dir: Path, resumed_step: int | None) -> None:
+    """Delete unfinished ``.tmp-step-*`` directories, and the checkpoints newer than the
+    one a run resumed from: they belong to the attempt being replaced (an
+    ``--resume auto`` after them would otherwise mix the two)."""
+    root = out_dir / "checkpoints"
+    if not root.is_dir():
+        return
+    for tmp in sorted(root.glob(".tmp-*")):
+        shutil.rmtree(tmp, ignore_errors=True)
+        say(f"removed {tmp}: an unfinished checkpoint (the run stopped while writing it)")
+    if resumed_step is None:
+        return
+    for step, path in _step_dirs(out_dir):
+        if step > resumed_step:
+            shutil.rmtree(path, ignore_errors=True)
+            say(f"removed {path}: it is newer than step {resumed_step}, the one resumed from")
+
+
+# ---------------------------------------------------------------------- writing
 def _rng_state() -> dict[str, Any]:
     return {
         "python": random.getstate(),
@@ -40,6 +148,39 @@ def _set_rng_state(rng: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(rng["cuda"])
 
 
+def _sha256(path: Path, *, fsync: bool = False) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+        if fsync:
+            os.fsync(f.fileno())
+    return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_manifest(tmp: Path, step: int, world: int) -> None:
+    files = {
+        str(p.relative_to(tmp)): {"bytes": p.stat().st_size, "sha256": _sha256(p, fsync=True)}
+        for p in sorted(tmp.rglob("*"))
+        if p.is_file()
+    }
+    manifest = {"format": 1, "step": step, "world": world, "files": files}
+    with open(tmp / MANIFEST, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    for d in {tmp, *((tmp / name).parent for name in files)}:
+        _fsync_dir(d)
+
+
 def save_checkpoint(
     out_dir: Path,
     step: int,
@@ -50,61 +191,206 @@ def save_checkpoint(
     dist: Distributed,
     keep: int,
 ) -> Path:
-    """Write ``out_dir/checkpoints/step-N`` atomically (temp dir, then rename) and
-    delete all but the ``keep`` newest checkpoints."""
-    ckpt_root = out_dir / "checkpoints"
-    final = ckpt_root / f"step-{step:07d}"
-    tmp = ckpt_root / f".tmp-step-{step:07d}"
+    """Write ``out_dir/checkpoints/step-N`` and keep the ``keep`` newest checkpoints.
+
+    Raises :class:`~grpo_fast.errors.CheckpointError` when the files cannot be
+    written (a full disk, ...): the unfinished one is removed, the older ones
+    stay.
+    """
+    root = out_dir / "checkpoints"
+    final = root / f"step-{step:07d}"
+    tmp = root / f".tmp-step-{step:07d}"
+    error: Exception | None = None
+    try:
+        if dist.is_main:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+    except _WRITE_ERRORS as e:
+        error = e
+    # Every rank learns whether the others could write (none waits on a failed one).
+    if dist.all_min(int(error is None)):
+        try:
+            torch.save(_rng_state(), tmp / f"rng-rank{dist.rank}.pt")
+            if dist.is_main:
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+                state = {"step": step, **trainer_state, "world": dist.world}
+                torch.save(state, tmp / "trainer_state.pt")
+        except _WRITE_ERRORS as e:
+            error = e
+    if dist.all_min(int(error is None)) and dist.is_main:
+        try:
+            _write_manifest(tmp, step, dist.world)
+            if final.exists():  # written before at this step: replaced whole
+                old = root / f".tmp-old-step-{step:07d}"
+                os.replace(final, old)
+                shutil.rmtree(old)
+            os.replace(tmp, final)
+            _fsync_dir(root)
+        except _WRITE_ERRORS as e:
+            error = e
+    if not dist.all_min(int(error is None)):
+        full = getattr(error, "errno", None) == errno.ENOSPC or "No space left" in str(error)
+        if error is None:
+            cause = "it failed on another process"
+        elif full:
+            cause = "no space left on device"
+        else:
+            free = shutil.disk_usage(root).free / 2**20 if root.exists() else float("nan")
+            cause = f"{type(error).__name__}: {error}; {free:.0f} MiB free on that disk"
+        then = "free some space" if full else "fix that"
+        if dist.is_main:
+            shutil.rmtree(tmp, ignore_errors=True)
+        kept = ", ".join(p.name for _, p in _step_dirs(out_dir)) or "none"
+        raise CheckpointError(
+            f"checkpoint step {step} was not written ({cause}); the older checkpoints are "
+            f"kept ({kept}): {then}, then resume with --resume auto"
+        ) from error
     if dist.is_main:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-    dist.barrier()
-    torch.save(_rng_state(), tmp / f"rng-rank{dist.rank}.pt")
-    if dist.is_main:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        torch.save({"step": step, **trainer_state, "world": dist.world}, tmp / "trainer_state.pt")
-    dist.barrier()
-    if dist.is_main:
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
-        done = sorted(ckpt_root.glob("step-*"))
-        for old in done[: max(0, len(done) - max(1, keep))]:
+        done = _step_dirs(out_dir)
+        for _, old in done[: max(0, len(done) - max(1, keep))]:
             shutil.rmtree(old, ignore_errors=True)
     dist.barrier()
     return final
 
 
-def find_resume(out_dir: Path, resume: str | None) -> Path | None:
-    """The checkpoint ``resume`` names: a directory, or ``auto`` (the newest in
-    ``out_dir``; none yet: None)."""
+# ---------------------------------------------------------------------- checking and finding
+def checkpoint_problem(path: Path) -> str | None:
+    """Why ``path`` is not a complete, undamaged checkpoint (None: it is).
+
+    Every file the manifest lists must be there with its size and SHA-256.
+    """
+    if not path.is_dir():
+        return "it does not exist" if not path.exists() else "it is not a directory"
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+        files = manifest["files"]
+        int(manifest["world"])
+    except FileNotFoundError:
+        if not any(path.iterdir()):
+            return "it is empty"
+        return (
+            f"it has no {MANIFEST}: its writing did not finish (or it predates "
+            "grpo-fast's checksummed checkpoints)"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"its {MANIFEST} is damaged"
+    for name in ("trainer_state.pt", "rng-rank0.pt"):
+        if name not in files:
+            return f"its {MANIFEST} lists no {name}"
+    for name, want in sorted(files.items()):
+        f = path / name
+        if not f.is_file():
+            return f"{name} is missing"
+        size = f.stat().st_size
+        if size != want["bytes"]:
+            return f"{name} has {size} bytes where {want['bytes']} were written"
+        if _sha256(f) != want["sha256"]:
+            return f"{name} is damaged (its SHA-256 differs from the one written)"
+    return None
+
+
+def find_resume(out_dir: Path, resume: str | None, dist: Distributed) -> Path | None:
+    """The checkpoint to resume from: ``resume`` itself (it must be good), or with
+    ``auto`` the newest good one in ``out_dir`` (None when there is none yet).
+
+    With ``auto``, each newer checkpoint that is incomplete or damaged is skipped
+    with a line that says why. The checks run on the main process; the others
+    take its answer.
+    """
     if not resume:
         return None
-    if resume == "auto":
-        done = sorted((out_dir / "checkpoints").glob("step-*"))
-        return done[-1] if done else None
-    path = Path(resume)
-    if not (path / "trainer_state.pt").is_file():
-        raise InvalidInputError(f"{resume!r} is not a checkpoint (no trainer_state.pt)")
-    return path
+    chosen: Path | None = None
+    error: InvalidInputError | None = None
+    if dist.is_main:
+        try:
+            chosen = _choose(out_dir, resume)
+        except InvalidInputError as e:
+            error = e
+    if dist.enabled:
+        # The step (-1: start over, -2: failed) from rank 0; the others pass the maximum.
+        mine = -2 if error else (_step_of(chosen) if chosen is not None else -1)
+        step = dist.all_min(mine if dist.is_main else 2**62)
+        if not dist.is_main:
+            if step == -2:
+                raise InvalidInputError("rank 0 found no checkpoint to resume from")
+            if step >= 0:
+                auto = out_dir / "checkpoints" / f"step-{step:07d}"
+                chosen = auto if resume == "auto" else Path(resume)
+    if error is not None:
+        raise error
+    return chosen
+
+
+def _step_of(path: Path) -> int:
+    return int(json.loads((path / MANIFEST).read_text())["step"])
+
+
+def _choose(out_dir: Path, resume: str) -> Path | None:
+    if resume != "auto":
+        path = Path(resume)
+        problem = checkpoint_problem(path)
+        if problem is not None:
+            raise InvalidInputError(f"cannot resume from {resume!r}: {problem}")
+        return path
+    found = _step_dirs(out_dir)
+    if not found:
+        say(f"--resume auto: no checkpoint in {out_dir / 'checkpoints'} yet; starting at step 0")
+        return None
+    skipped = []
+    for _, path in reversed(found):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return path
+        say(f"--resume auto: skipping {path}: {problem}")
+        skipped.append(f"{path.name} ({problem})")
+    raise InvalidInputError(
+        f"no good checkpoint in {out_dir / 'checkpoints'} to resume from: {'; '.join(skipped)}. "
+        "Start over with --overwrite, or resume from another checkpoint with --resume DIR"
+    )
+
+
+# ---------------------------------------------------------------------- loading
+def _load_weights(path: Path, device: torch.device) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    index = path / "model.safetensors.index.json"
+    shards = (
+        sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        if index.is_file()
+        else ["model.safetensors"]
+    )
+    weights: dict[str, torch.Tensor] = {}
+    for shard in shards:
+        weights.update(load_file(path / shard, device=str(device)))
+    return weights
 
 
 def load_checkpoint(path: Path, *, model: Any, device: torch.device, dist: Distributed) -> Any:
-    """Load the weights into ``model`` and restore this rank's RNG states; return the
-    trainer state (``step``, ``optimizer``, ``scheduler``, ``prompts``) for the caller
-    to apply."""
-    from safetensors.torch import load_file
-
-    state = torch.load(path / "trainer_state.pt", weights_only=False)
-    if state["world"] != dist.world:
+    """Load the weights of a checkpoint that :func:`find_resume` chose into ``model``
+    and restore this rank's RNG states; return the trainer state (``step``,
+    ``optimizer``, ``scheduler``, ``prompts``) for the caller to apply."""
+    manifest = json.loads((path / MANIFEST).read_text())
+    if manifest["world"] != dist.world:
         raise InvalidInputError(
-            f"checkpoint {path} was written by {state['world']} processes, "
+            f"checkpoint {path} was written by {manifest['world']} processes, "
             f"this run has {dist.world}"
         )
-    weights = load_file(path / "model.safetensors", device=str(device))
-    missing, unexpected = model.load_state_dict(weights, strict=False)
+    try:
+        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        weights = _load_weights(path, device)
+        rng = torch.load(path / f"rng-rank{dist.rank}.pt", weights_only=False)
+    except (OSError, RuntimeError, ValueError, KeyError) as e:
+        raise InvalidInputError(f"cannot read checkpoint {path}: {e}") from None
+    try:
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+    except RuntimeError as e:  # shapes differ
+        raise InvalidInputError(f"checkpoint {path} does not match the model: {e}") from None
     # Tied embeddings are saved once; anything else missing is a real mismatch.
     if unexpected or any("lm_head" not in k for k in missing):
-        raise InvalidInputError(f"checkpoint {path} does not match the model: {missing}")
-    _set_rng_state(torch.load(path / f"rng-rank{dist.rank}.pt", weights_only=False))
+        raise InvalidInputError(
+            f"checkpoint {path} does not match the model: missing {missing}, "
+            f"unexpected {unexpected}"
+        )
+    _set_rng_state(rng)
     return state

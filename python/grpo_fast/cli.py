@@ -156,8 +156,9 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         shown = ", ".join(map(str, default)) if isinstance(default, tuple) else default
         help_text = f"{f.metadata.get('help', '')} (default: {shown})"
         kw: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text}
+        names = [_flag(f.name), *f.metadata.get("aliases", ())]
         if hint is bool:
-            parser.add_argument(_flag(f.name), action=argparse.BooleanOptionalAction, **kw)
+            parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kw)
             continue
         if typing.get_origin(hint) is tuple:
             kw.update(action="append", metavar=f.metadata.get("metavar", f.name.upper()))
@@ -166,7 +167,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
             if literal:
                 kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
-        parser.add_argument(_flag(f.name), type=_type_converter(f.name, hint), **kw)
+        parser.add_argument(*names, type=_type_converter(f.name, hint), **kw)
 
 
 # ---------------------------------------------------------------------- config files
@@ -213,12 +214,18 @@ def config_from_file(path: str, cls: type) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
+    from grpo_fast.errors import CheckpointError, TrainingInterrupted
+    from grpo_fast.tracking import read_metrics
     from grpo_fast.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "config", "func")}
     cfg = TrainerConfig.from_dict({**values, **flags})
-    trainer = Trainer(cfg)
+    try:
+        trainer = Trainer(cfg)
+    except KeyboardInterrupt:
+        print("grpo-fast train: stopped before training began", file=sys.stderr)
+        return 130
     if trainer.is_main:
         print(
             f"grpo-fast train: {len(trainer.train_rows)} prompts x {cfg.num_generations} samples, "
@@ -226,11 +233,27 @@ def _train(args: argparse.Namespace) -> int:
             f"writing {cfg.output_dir}/",
             flush=True,
         )
-    history = trainer.train()
+    try:
+        trainer.train()
+    except TrainingInterrupted as e:
+        if trainer.is_main and (e.checkpoint is not None or e.step == 0):
+            print(f"interrupted at step {e.step}; resume with --resume auto", file=sys.stderr)
+        elif trainer.is_main:
+            newest = sorted((trainer.out / "checkpoints").glob("step-*"))
+            start = f"from {newest[-1].name}" if newest else "it starts over: no checkpoint yet"
+            print(
+                f"stopped at once at step {e.step}; resume with --resume auto ({start})",
+                file=sys.stderr,
+            )
+        return 128 + e.signal
+    except CheckpointError as e:
+        print(f"grpo-fast train: error: {e}", file=sys.stderr)
+        return 1
     if trainer.is_main:
+        # From the file, not this process's history: a resumed run still starts at step 0.
         evals = [
             (r["step"], r["eval_accuracy"])
-            for r in history
+            for r in read_metrics(trainer.out / "metrics.jsonl")
             if r.get("eval_accuracy") is not None and math.isfinite(r["eval_accuracy"])
         ]
         if evals:
