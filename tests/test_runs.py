@@ -449,3 +449,57 @@ def test_the_no_signal_watch_warns_once_per_streak():
     flat, useful = np.zeros(4), np.array([0.5, -0.5, 0.0, 0.0])
     said = [watch.update(a) is not None for a in [flat] * 4 + [useful] + [flat] * 3]
     assert said == [False, False, True, False, False, False, False, True]
+
+
+# ---------------------------------------------------------------------- two processes
+def _two_rank_worker(rank: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+    )  # fmt: skip
+    torch.set_num_threads(1)
+    cfg = dict(QUICK, max_steps=2, save_every=1, eval_file=None, device="cpu")
+    Trainer(TrainerConfig(output_dir=out, **cfg)).train()
+    # Every rank resumes from the checkpoint rank 0 checked ...
+    trainer = Trainer(TrainerConfig(output_dir=out, resume="auto", **dict(cfg, max_steps=3)))
+    assert trainer.step_count == 2
+    # ... and a write that fails on one rank stops both (neither waits for the other).
+    if rank == 1:
+        import grpo_fast.checkpoint
+
+        def full(*args, **kwargs):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        grpo_fast.checkpoint.torch.save = full
+    try:
+        trainer.train()
+        raise AssertionError("the failed checkpoint went unnoticed")
+    except CheckpointError as e:
+        want = "no space left on device" if rank == 1 else "it failed on another process"
+        assert want in str(e), str(e)
+        assert "the older checkpoints are kept (step-0000001, step-0000002)" in str(e), str(e)
+    dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_two_processes_checkpoint_resume_and_fail_together(tmp_path):
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.spawn(_two_rank_worker, args=(port, str(tmp_path / "run")), nprocs=2, join=False)
+    deadline = time.monotonic() + 600
+    while not ctx.join(timeout=5):
+        if time.monotonic() > deadline:
+            for proc in ctx.processes:
+                proc.kill()
+            raise AssertionError("the two processes hang")
+    out = tmp_path / "run"
+    assert _ckpts(out) == ["step-0000001", "step-0000002"]
+    manifest = json.loads((out / "checkpoints" / "step-0000002" / "manifest.json").read_text())
+    assert {"rng-rank0.pt", "rng-rank1.pt", "trainer_state.pt"} <= set(manifest["files"])
