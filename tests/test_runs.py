@@ -412,9 +412,7 @@ def test_a_full_disk_during_a_checkpoint_says_so_and_keeps_the_older_ones(
         save(model, path, **kw)
 
     monkeypatch.setattr(type(trainer.model), "save_pretrained", full_disk)
-    with pytest.raises(
-        CheckpointError, match=r"step 2 was not written \(no space left on device\)"
-    ):
+    with pytest.raises(CheckpointError, match=r"step 2 was not written \(no space left on device"):
         trainer.train()
     assert _ckpts(out) == ["step-0000001"]
     assert checkpoint_problem(out / "checkpoints" / "step-0000001") is None
@@ -430,6 +428,16 @@ def test_a_full_disk_during_a_checkpoint_says_so_and_keeps_the_older_ones(
     assert "checkpoint step 3 was not written (RuntimeError: file write failed" in err
     assert "the older checkpoints are kept (step-0000001)" in err
     assert _ckpts(out) == ["step-0000001"]
+
+    # A full disk while writing the metrics: one line too.
+    def no_space(self, record):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+
+    monkeypatch.setattr("grpo_fast.tracking.MetricsWriter.write", no_space)
+    rc = main(["train", "-o", str(out), "--resume", "auto", "--max-steps", "3", *QUICK_FLAGS])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert f"no space left on device writing {out / 'metrics.jsonl'}; free some space" in err
 
 
 # ---------------------------------------------------------------------- warnings

@@ -230,13 +230,17 @@ def save_checkpoint(
         except _WRITE_ERRORS as e:
             error = e
     if not dist.all_min(int(error is None)):
+        # torch.save reports a full disk as "unexpected pos ...": ask the disk too.
+        free = shutil.disk_usage(root).free / 2**20 if root.exists() else float("inf")
         full = getattr(error, "errno", None) == errno.ENOSPC or "No space left" in str(error)
         if error is None:
             cause = "it failed on another process"
-        elif full:
-            cause = "no space left on device"
+        elif full or free < 64:
+            full = True
+            cause = (
+                f"no space left on device: {free:.0f} MiB free ({type(error).__name__}: {error})"
+            )
         else:
-            free = shutil.disk_usage(root).free / 2**20 if root.exists() else float("nan")
             cause = f"{type(error).__name__}: {error}; {free:.0f} MiB free on that disk"
         then = "free some space" if full else "fix that"
         if dist.is_main:

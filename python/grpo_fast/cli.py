@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import math
 import re
@@ -221,11 +222,7 @@ def _train(args: argparse.Namespace) -> int:
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "config", "func")}
     cfg = TrainerConfig.from_dict({**values, **flags})
-    try:
-        trainer = Trainer(cfg)
-    except KeyboardInterrupt:
-        print("grpo-fast train: stopped before training began", file=sys.stderr)
-        return 130
+    trainer = Trainer(cfg)
     if trainer.is_main:
         print(
             f"grpo-fast train: {len(trainer.train_rows)} prompts x {cfg.num_generations} samples, "
@@ -248,6 +245,15 @@ def _train(args: argparse.Namespace) -> int:
         return 128 + e.signal
     except CheckpointError as e:
         print(f"grpo-fast train: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        print(
+            f"grpo-fast train: error: no space left on device writing {e.filename or 'a file'}; "
+            "free some space, then resume with --resume auto",
+            file=sys.stderr,
+        )
         return 1
     if trainer.is_main:
         # From the file, not this process's history: a resumed run still starts at step 0.
@@ -459,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidInputError as e:
         print(f"grpo-fast {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside training (loading, scoring, ...)
+        print(f"grpo-fast {args.command}: stopped (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -374,8 +374,7 @@ class Trainer:
         self.is_main = self.dist.is_main
         self.out = Path(cfg.output_dir)
         # Checked before anything loads: a refused directory or a bad checkpoint costs nothing.
-        if self.is_main:
-            prepare_output_dir(self.out, resume=cfg.resume, overwrite=cfg.overwrite)
+        prepare_output_dir(self.out, resume=cfg.resume, overwrite=cfg.overwrite)
         resume = find_resume(self.out, cfg.resume, self.dist)
         # Every rank draws different samples; prompt order is shared (its own generator).
         transformers.set_seed(cfg.seed + self.dist.rank)
