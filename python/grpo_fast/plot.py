@@ -31,7 +31,7 @@ def smooth(values: list[float] | np.ndarray, span: float | None = None) -> np.nd
     """Exponential moving average with weight ``2 / (span + 1)`` on each new value,
     debiased at the start (each output is a weighted mean of the values so far, as
     TensorBoard's smoothing and pandas' ``ewm(span=..., adjust=True)``); the default
-    span is a twentieth of the points (at least 2).
+    span is a tenth of the points (at least 2).
 
     Examples
     --------
@@ -40,7 +40,7 @@ def smooth(values: list[float] | np.ndarray, span: float | None = None) -> np.nd
     """
     x = np.asarray(values, dtype=np.float64)
     if span is None:
-        span = max(2.0, len(x) / 20)
+        span = max(2.0, len(x) / 10)
     keep = 1.0 - 2.0 / (span + 1.0)
     out = np.empty_like(x)
     num = den = 0.0

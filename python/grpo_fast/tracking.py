@@ -186,14 +186,20 @@ class _Wandb:
         resumed = resume_step is not None and id_file.exists()
         run_id = id_file.read_text().strip() if resumed else None
         id_file.parent.mkdir(parents=True, exist_ok=True)
-        self.run = wandb.init(
-            project=os.environ.get("WANDB_PROJECT", "grpo-fast"),
-            name=out_dir.resolve().name,
-            dir=str(out_dir),
-            config=config,
-            id=run_id,
-            resume="allow" if run_id else None,
-        )
+        try:
+            self.run = wandb.init(
+                project=os.environ.get("WANDB_PROJECT", "grpo-fast"),
+                name=out_dir.resolve().name,
+                dir=str(out_dir),
+                config=config,
+                id=run_id,
+                resume="allow" if run_id else None,
+            )
+        except wandb.errors.Error as e:  # no API key, ...
+            raise InvalidInputError(
+                f"report_to wandb: W&B did not start ({e}); run `wandb login`, or set "
+                "WANDB_MODE=offline to keep the run on disk"
+            ) from None
         id_file.write_text(self.run.id + "\n")
 
     def log(self, step: int, values: dict[str, float]) -> None:
@@ -206,8 +212,8 @@ class _Wandb:
 class Tracker:
     """``metrics.jsonl`` and the ``report_to`` backends, written record by record.
 
-    The backends start at the first record (so building a trainer starts no W&B
-    run) and stop at :meth:`close`; writing again starts them again.
+    The backends start at :meth:`open` or the first record (building a trainer
+    starts no W&B run) and stop at :meth:`close`.
     """
 
     def __init__(
@@ -229,17 +235,22 @@ class Tracker:
     def path(self) -> Path:
         return self.metrics.path
 
+    def open(self) -> None:
+        """Start the backends (done by the first :meth:`write` too). Opened again after
+        :meth:`close` (another ``train()`` call), they continue the run."""
+        if self._open or not self.report_to:
+            return
+        for name in self.report_to:
+            if name == "tensorboard":
+                self._open.append(_TensorBoard(self.out / "tensorboard", self._last_step))
+            else:
+                self._open.append(_Wandb(self.out, self.config, self._last_step))
+
     def write(self, record: dict[str, Any]) -> None:
         self.metrics.write(record)
         if not self.report_to:
             return
-        if not self._open:
-            # Opened again after close() (another train() call), they continue the run.
-            for name in self.report_to:
-                if name == "tensorboard":
-                    self._open.append(_TensorBoard(self.out / "tensorboard", self._last_step))
-                else:
-                    self._open.append(_Wandb(self.out, self.config, self._last_step))
+        self.open()
         values = _scalars(record)
         for backend in self._open:
             backend.log(int(record["step"]), values)

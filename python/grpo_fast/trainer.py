@@ -622,6 +622,8 @@ class Trainer:
             bars = transformers.utils.logging.is_progress_bar_enabled()
             transformers.utils.logging.disable_progress_bar()
             try:
+                if self.metrics is not None:
+                    self.metrics.open()  # a tracker that cannot start fails before any work
                 if self.step_count == 0:
                     evals = self.evaluate() if self.is_main else {"eval_accuracy": float("nan")}
                     history.append(self._log({"step": 0, **evals}))
