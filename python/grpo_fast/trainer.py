@@ -16,13 +16,14 @@ bookkeeping: evaluation, metrics, checkpoints.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
 import signal
 import time
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -612,57 +613,67 @@ class Trainer:
         current step, writes a checkpoint and raises
         :class:`~grpo_fast.errors.TrainingInterrupted`; a second one stops at once.
         """
-        from tqdm.auto import tqdm
+        with self._running() as stop:
+            return self._train_loop(stop)
 
-        cfg = self.config
-        history: list[dict[str, Any]] = []
-        no_signal = NoSignalWatch()
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[StopRequest]:
+        """Signals caught, transformers' own bars off (shard writing would break through
+        the training bar), trackers started (one that cannot start fails before any
+        work); all undone afterwards."""
         with StopRequest(lambda: self.step_count + 1, quiet=not self.is_main) as stop:
-            # transformers' own bars (shard writing) would break through the training bar.
             bars = transformers.utils.logging.is_progress_bar_enabled()
             transformers.utils.logging.disable_progress_bar()
             try:
                 if self.metrics is not None:
-                    self.metrics.open()  # a tracker that cannot start fails before any work
-                if self.step_count == 0:
-                    evals = self.evaluate() if self.is_main else {"eval_accuracy": float("nan")}
-                    history.append(self._log({"step": 0, **evals}))
-                bar = tqdm(
-                    total=cfg.max_steps,
-                    initial=self.step_count,
-                    disable=not (cfg.progress and self.is_main),
-                    desc="grpo",
-                    dynamic_ncols=True,
-                )
-                while self.step_count < cfg.max_steps:
-                    if self.dist.all_min(int(stop.signal is None)) == 0:
-                        bar.close()
-                        raise self._interrupted(stop.signal)
-                    record = self.step()
-                    last = self.step_count == cfg.max_steps
-                    if self.is_main and (
-                        last or (cfg.eval_every and self.step_count % cfg.eval_every == 0)
-                    ):
-                        record.update(self.evaluate())
-                    history.append(self._log(record))
-                    bar.update(1)
-                    post = {"reward": f"{record['reward_mean']:.2f}"}
-                    if "eval_accuracy" in record:
-                        post["eval"] = f"{record['eval_accuracy']:.3f}"
-                    bar.set_postfix(post)
-                    warning = no_signal.update(
-                        self.last_batch.advantages, reward_mean=record.get("reward_mean")
-                    )
-                    if warning and self.is_main:
-                        say(warning)
-                    if last or (cfg.save_every and self.step_count % cfg.save_every == 0):
-                        self.save_checkpoint()
-                bar.close()
+                    self.metrics.open()
+                yield stop
             finally:
                 if bars:
                     transformers.utils.logging.enable_progress_bar()
                 if self.metrics is not None:
                     self.metrics.close()
+
+    def _train_loop(self, stop: StopRequest) -> list[dict[str, Any]]:
+        from tqdm.auto import tqdm
+
+        cfg = self.config
+        history: list[dict[str, Any]] = []
+        no_signal = NoSignalWatch()
+        if self.step_count == 0:
+            evals = self.evaluate() if self.is_main else {"eval_accuracy": float("nan")}
+            history.append(self._log({"step": 0, **evals}))
+        bar = tqdm(
+            total=cfg.max_steps,
+            initial=self.step_count,
+            disable=not (cfg.progress and self.is_main),
+            desc="grpo",
+            dynamic_ncols=True,
+        )
+        while self.step_count < cfg.max_steps:
+            if self.dist.all_min(int(stop.signal is None)) == 0:  # a signal on any rank
+                bar.close()
+                raise self._interrupted(stop.signal)
+            record = self.step()
+            last = self.step_count == cfg.max_steps
+            if self.is_main and (
+                last or (cfg.eval_every and self.step_count % cfg.eval_every == 0)
+            ):
+                record.update(self.evaluate())
+            history.append(self._log(record))
+            bar.update(1)
+            post = {"reward": f"{record['reward_mean']:.2f}"}
+            if "eval_accuracy" in record:
+                post["eval"] = f"{record['eval_accuracy']:.3f}"
+            bar.set_postfix(post)
+            warning = no_signal.update(
+                self.last_batch.advantages, reward_mean=record.get("reward_mean")
+            )
+            if warning and self.is_main:
+                say(warning)
+            if last or (cfg.save_every and self.step_count % cfg.save_every == 0):
+                self.save_checkpoint()
+        bar.close()
         return history
 
     def _interrupted(self, signum: int | None) -> TrainingInterrupted:
