@@ -85,11 +85,20 @@ def test_a_directory_that_holds_a_run_is_refused_unless_resume_or_overwrite(tmp_
     assert (out / "notes.txt").read_text() == "mine"
     assert "removed the earlier run's" in capsys.readouterr().err
 
-    # A directory with only other files in it is not a run.
+    # Other tools' files are not a run, and --overwrite leaves them alone.
     other = tmp_path / "other"
-    other.mkdir()
-    (other / "data.jsonl").write_text("")
-    Trainer(TrainerConfig(output_dir=str(other), **QUICK))
+    for name in ("data.jsonl", "checkpoints/model.pt", "wandb/run-1/x", "tensorboard/notes"):
+        (other / name).parent.mkdir(parents=True, exist_ok=True)
+        (other / name).write_text("theirs")
+    Trainer(TrainerConfig(output_dir=str(other), **QUICK)).train()
+    assert main(["train", "-o", str(other), "--overwrite", *QUICK_FLAGS]) == 0
+    for name in ("data.jsonl", "checkpoints/model.pt", "wandb/run-1/x", "tensorboard/notes"):
+        assert (other / name).read_text() == "theirs"
+    # A model directory is not written over.
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"model_type": "qwen2"}')
+    with pytest.raises(InvalidInputError, match="has a config.json that is not a grpo-fast run's"):
+        Trainer(TrainerConfig(output_dir=str(tmp_path / "model"), overwrite=True, **QUICK))
 
 
 def test_a_missing_output_directory_is_created_or_refused_with_a_message(

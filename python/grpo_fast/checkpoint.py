@@ -14,6 +14,7 @@ loaded.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -30,20 +31,18 @@ from safetensors import SafetensorError
 
 from grpo_fast.distributed import Distributed
 from grpo_fast.errors import CheckpointError, InvalidInputError
-from grpo_fast.tracking import say
+from grpo_fast.tracking import WANDB_ID_FILE, say
 
 __all__ = [
-    "RUN_FILES",
     "checkpoint_problem",
     "find_resume",
     "load_checkpoint",
     "prepare_output_dir",
     "remove_leftovers",
+    "run_files",
     "save_checkpoint",
 ]
 
-#: What a run writes into its output directory (``overwrite`` removes these, nothing else).
-RUN_FILES = ("metrics.jsonl", "config.json", "curves.png", "checkpoints", "tensorboard", "wandb")
 MANIFEST = "manifest.json"
 # What a failed write raises: OSError (Python), RuntimeError (torch.save's zip writer),
 # SafetensorError (safetensors' Rust writer).
@@ -61,6 +60,41 @@ def _step_dirs(out_dir: Path) -> list[tuple[int, Path]]:
 
 
 # ---------------------------------------------------------------------- the output directory
+def _is_run_config(path: Path) -> bool:
+    try:
+        values = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(values, dict) and {"output_dir", "num_generations"} <= values.keys()
+
+
+def run_files(out_dir: Path) -> list[Path]:
+    """What an earlier run left in ``out_dir``, and nothing else: a model's
+    ``config.json``, another tool's ``checkpoints/`` or ``wandb/`` are not a run's."""
+    found = [out_dir / n for n in ("metrics.jsonl", "curves.png") if (out_dir / n).is_file()]
+    if (out_dir / "config.json").is_file() and _is_run_config(out_dir / "config.json"):
+        found.append(out_dir / "config.json")
+    if (out_dir / "checkpoints").is_dir():
+        found += sorted(
+            p
+            for p in (out_dir / "checkpoints").iterdir()
+            if _STEP_DIR.match(p.name) or p.name.startswith(".tmp-")
+        )
+    if (out_dir / "tensorboard").is_dir():
+        found += sorted((out_dir / "tensorboard").glob("events.out.tfevents.*"))
+    if (out_dir / "wandb" / WANDB_ID_FILE).is_file():
+        found.append(out_dir / "wandb")
+    return found
+
+
+def _describe(out_dir: Path, files: list[Path]) -> str:
+    tops = dict.fromkeys(
+        p.relative_to(out_dir).parts[0] + ("/" if p.parent != out_dir or p.is_dir() else "")
+        for p in files
+    )
+    return ", ".join(tops)
+
+
 def prepare_output_dir(
     out_dir: Path, *, resume: str | None, overwrite: bool, create: bool = False
 ) -> None:
@@ -92,24 +126,33 @@ def prepare_output_dir(
         return
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise InvalidInputError(f"output_dir {str(out_dir)!r} is not writable")
-    held = [name for name in RUN_FILES if (out_dir / name).exists()]
+    if (out_dir / "config.json").exists() and not _is_run_config(out_dir / "config.json"):
+        raise InvalidInputError(
+            f"output_dir {str(out_dir)!r} has a config.json that is not a grpo-fast run's (a "
+            "model directory?); a run would write over it: choose another --output-dir"
+        )
+    held = run_files(out_dir)
     if not held or resume:
         return
     if not overwrite:
         steps = _step_dirs(out_dir)
-        shown = [f"{n}/" if (out_dir / n).is_dir() else n for n in held]
-        if steps:
-            shown.append(f"newest checkpoint {steps[-1][1].name}")
+        newest = f", newest checkpoint {steps[-1][1].name}" if steps else ""
         raise InvalidInputError(
-            f"output_dir {str(out_dir)!r} already holds a run ({', '.join(shown)}): "
-            "continue it with --resume auto, replace it with --overwrite, or choose another "
-            "--output-dir"
+            f"output_dir {str(out_dir)!r} already holds a run ({_describe(out_dir, held)}"
+            f"{newest}): continue it with --resume auto, replace it with --overwrite, or choose "
+            "another --output-dir"
         )
     if create:
-        for name in held:
-            path = out_dir / name
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        say(f"starting over in {out_dir}: removed the earlier run's {', '.join(held)}")
+        what = _describe(out_dir, held)
+        for path in held:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        for name in ("checkpoints", "tensorboard"):  # emptied: gone too
+            with contextlib.suppress(OSError):
+                (out_dir / name).rmdir()
+        say(f"starting over in {out_dir}: removed the earlier run's {what}")
 
 
 def remove_leftovers(out_dir: Path, resumed_step: int | None) -> None:

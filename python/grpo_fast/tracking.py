@@ -37,6 +37,8 @@ __all__ = [
     "say",
 ]
 
+#: Where a run's W&B directory keeps its run id (and so is known to be the run's).
+WANDB_ID_FILE = "grpo-fast-run-id"
 #: ``report_to`` names and the package each needs.
 REPORT_TO = {"tensorboard": "tensorboard", "wandb": "wandb"}
 
@@ -182,7 +184,7 @@ class _Wandb:
         import wandb
 
         # One W&B run per output directory: a resumed run continues it.
-        id_file = out_dir / "wandb" / "grpo-fast-run-id"
+        id_file = out_dir / "wandb" / WANDB_ID_FILE
         resumed = resume_step is not None and id_file.exists()
         run_id = id_file.read_text().strip() if resumed else None
         id_file.parent.mkdir(parents=True, exist_ok=True)
