@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -79,14 +80,14 @@ def test_tensorboard_gets_the_jsonl_values_under_the_same_names(tmp_path):
         assert scalars["loss"][step] == pytest.approx(records[step]["loss"], rel=1e-6)
 
 
-def _wandb_history(run_file: Path) -> list[dict]:
-    """History rows of an offline W&B run file: a LevelDB-style log (32 KiB blocks,
+def _wandb_records(run_file: Path) -> list:
+    """The records of an offline W&B run file: a LevelDB-style log (32 KiB blocks,
     7-byte record headers) of wandb's own protobuf ``Record`` messages."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     data = run_file.read_bytes()
     assert data[:4] == b":W&B"
-    pos, pending, rows = 7, b"", []
+    pos, pending, records = 7, b"", []
     while pos + 7 <= len(data):
         if 32768 - pos % 32768 < 7:  # block trailer
             pos += 32768 - pos % 32768
@@ -98,11 +99,25 @@ def _wandb_history(run_file: Path) -> list[dict]:
             record = pb.Record()
             record.ParseFromString(pending)
             pending = b""
-            if record.WhichOneof("record_type") == "history":
-                row = {i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                       for i in record.history.item}  # fmt: skip
-                rows.append(row)
-    return rows
+            records.append(record)
+    return records
+
+
+def _wandb_history(run_file: Path) -> list[dict]:
+    """The history rows, once W&B's own process has written the whole run (its ``exit``
+    record; ``finish()`` may return before)."""
+    deadline = time.monotonic() + 120
+    while True:
+        records = _wandb_records(run_file)
+        if records and records[-1].WhichOneof("record_type") == "exit":
+            break
+        assert time.monotonic() < deadline, "W&B did not finish writing the run"
+        time.sleep(0.2)
+    return [
+        {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item}
+        for r in records
+        if r.WhichOneof("record_type") == "history"
+    ]
 
 
 @pytest.fixture
