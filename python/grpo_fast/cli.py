@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import math
 import re
@@ -156,8 +157,9 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         shown = ", ".join(map(str, default)) if isinstance(default, tuple) else default
         help_text = f"{f.metadata.get('help', '')} (default: {shown})"
         kw: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text}
+        names = [_flag(f.name), *f.metadata.get("aliases", ())]
         if hint is bool:
-            parser.add_argument(_flag(f.name), action=argparse.BooleanOptionalAction, **kw)
+            parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kw)
             continue
         if typing.get_origin(hint) is tuple:
             kw.update(action="append", metavar=f.metadata.get("metavar", f.name.upper()))
@@ -166,7 +168,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
             if literal:
                 kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
-        parser.add_argument(_flag(f.name), type=_type_converter(f.name, hint), **kw)
+        parser.add_argument(*names, type=_type_converter(f.name, hint), **kw)
 
 
 # ---------------------------------------------------------------------- config files
@@ -213,6 +215,8 @@ def config_from_file(path: str, cls: type) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
+    from grpo_fast.errors import CheckpointError, TrainingInterrupted
+    from grpo_fast.tracking import read_metrics
     from grpo_fast.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
@@ -226,11 +230,36 @@ def _train(args: argparse.Namespace) -> int:
             f"writing {cfg.output_dir}/",
             flush=True,
         )
-    history = trainer.train()
+    try:
+        trainer.train()
+    except TrainingInterrupted as e:
+        if trainer.is_main and (e.checkpoint is not None or e.step == 0):
+            print(f"interrupted at step {e.step}; resume with --resume auto", file=sys.stderr)
+        elif trainer.is_main:
+            newest = sorted((trainer.out / "checkpoints").glob("step-*"))
+            start = f"from {newest[-1].name}" if newest else "it starts over: no checkpoint yet"
+            print(
+                f"stopped at once at step {e.step}; resume with --resume auto ({start})",
+                file=sys.stderr,
+            )
+        return 128 + e.signal
+    except CheckpointError as e:
+        print(f"grpo-fast train: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        print(
+            f"grpo-fast train: error: no space left on device writing {e.filename or 'a file'}; "
+            "free some space, then resume with --resume auto",
+            file=sys.stderr,
+        )
+        return 1
     if trainer.is_main:
+        # From the file, not this process's history: a resumed run still starts at step 0.
         evals = [
             (r["step"], r["eval_accuracy"])
-            for r in history
+            for r in read_metrics(trainer.out / "metrics.jsonl")
             if r.get("eval_accuracy") is not None and math.isfinite(r["eval_accuracy"])
         ]
         if evals:
@@ -436,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidInputError as e:
         print(f"grpo-fast {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside training (loading, scoring, ...)
+        print(f"grpo-fast {args.command}: stopped (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

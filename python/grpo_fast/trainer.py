@@ -16,15 +16,14 @@ bookkeeping: evaluation, metrics, checkpoints.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
-import os
-import random
-import shutil
+import signal
 import time
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -35,16 +34,24 @@ import transformers
 
 import grpo_fast
 from grpo_fast.advantages import ESTIMATORS, SCALES
+from grpo_fast.checkpoint import (
+    find_resume,
+    load_checkpoint,
+    prepare_output_dir,
+    remove_leftovers,
+    save_checkpoint,
+)
 from grpo_fast.curriculum import Curriculum, UniformPrompts
 from grpo_fast.data import DATA_DIR, check_tasks, read_tasks
 from grpo_fast.distributed import Distributed
-from grpo_fast.errors import InvalidInputError
+from grpo_fast.errors import InvalidInputError, TrainingInterrupted
+from grpo_fast.interrupt import StopRequest
 from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
-from grpo_fast.metrics import MetricsWriter, read_metrics
 from grpo_fast.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
 from grpo_fast.modeling import Packed, completion_logprobs, load_model, load_tokenizer, pack
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
 from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
+from grpo_fast.tracking import NoSignalWatch, Tracker, parse_report_to, read_metrics, say
 
 __all__ = [
     "DATA_DIR",
@@ -99,7 +106,11 @@ class TrainerConfig:
     )
     output_dir: str = field(
         default="runs/demo",
-        metadata=_doc("where metrics.jsonl, curves.png and checkpoints/ go"),
+        metadata={
+            "help": "where metrics.jsonl, curves.png and checkpoints/ go (created if missing; "
+            "one that holds a run needs --resume or --overwrite)",
+            "aliases": ("-o",),
+        },
     )
     # Batch shape.
     max_steps: int = field(default=1000, metadata=_doc("generation batches to train on"))
@@ -182,7 +193,13 @@ class TrainerConfig:
     keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept"))
     resume: str | None = field(
         default=None,
-        metadata=_doc("checkpoint dir to resume from, or 'auto' (newest in output_dir)"),
+        metadata=_doc(
+            "checkpoint dir to resume from, or 'auto' (the newest good one in output_dir; none "
+            "yet: start at step 0)"
+        ),
+    )
+    overwrite: bool = field(
+        default=False, metadata=_doc("replace the run already in output_dir (its files only)")
     )
     seed: int = field(default=0, metadata=_doc("seed of prompt order, sampling and init"))
     device: str = field(default="auto", metadata=_doc("'auto', 'cpu', 'cuda', 'cuda:1', ..."))
@@ -194,6 +211,14 @@ class TrainerConfig:
     )
     progress: bool = field(default=True, metadata=_doc("show a progress bar"))
     plot: bool = field(default=True, metadata=_doc("write curves.png at each evaluation"))
+    report_to: tuple[str, ...] = field(
+        default=("none",),
+        metadata={
+            "help": "also log the metrics to tensorboard, wandb (repeatable or comma-separated;"
+            " extra grpo-fast[tracking]; none: metrics.jsonl only)",
+            "metavar": "NAME",
+        },
+    )
 
     def __post_init__(self) -> None:
         # One reward given alone (``reward="math"``) is a list of one.
@@ -201,6 +226,10 @@ class TrainerConfig:
             self.reward = (self.reward,)
         elif isinstance(self.reward, list):
             self.reward = tuple(self.reward)
+        if isinstance(self.report_to, str):
+            self.report_to = (self.report_to,)
+        elif isinstance(self.report_to, list):
+            self.report_to = tuple(self.report_to)
 
     def validate(self) -> None:
         """Raise :class:`InvalidInputError` saying what to fix."""
@@ -240,6 +269,7 @@ class TrainerConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(bool(self.reward), "reward: name at least one reward (e.g. 'math')")
         RunRewards.build(list(self.reward), max_new_tokens=self.max_new_tokens)
+        parse_report_to(self.report_to)
         model = Path(self.model)
         need(
             (model / "config.json").is_file(),
@@ -377,6 +407,9 @@ class Trainer:
         )
         self.is_main = self.dist.is_main
         self.out = Path(cfg.output_dir)
+        # Checked before anything loads: a refused directory or a bad checkpoint costs nothing.
+        prepare_output_dir(self.out, resume=cfg.resume, overwrite=cfg.overwrite)
+        resume = find_resume(self.out, cfg.resume, self.dist)
         # Every rank draws different samples; prompt order is shared (its own generator).
         transformers.set_seed(cfg.seed + self.dist.rank)
 
@@ -413,19 +446,25 @@ class Trainer:
         self.step_count = 0
         self.last_batch: Batch | None = None
 
-        resume = self._find_resume(cfg.resume)
+        self._saved_step: int | None = None
         if resume is not None:
             self._load_checkpoint(resume)
-        self.metrics = (
-            MetricsWriter(
-                self.out / "metrics.jsonl",
-                truncate_after=self.step_count if resume is not None else None,
-            )
-            if self.is_main
-            else None
-        )
+            self._saved_step = self.step_count
+        self.metrics = None
         if self.is_main:
+            # --resume auto without a checkpoint yet starts over: the old files go.
+            fresh = cfg.overwrite or (cfg.resume is not None and resume is None)
+            prepare_output_dir(
+                self.out, resume=None if fresh else cfg.resume, overwrite=fresh, create=True
+            )
+            remove_leftovers(self.out, self._saved_step)
+            self.metrics = Tracker(
+                self.out, report_to=cfg.report_to, resume_step=self._saved_step, config=asdict(cfg)
+            )
             (self.out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+            if resume is not None:
+                say(f"resumed from step {self.step_count} ({resume})")
+        self.dist.barrier()
 
     # ------------------------------------------------------------------ the step
     def step(self) -> dict[str, Any]:
@@ -620,11 +659,39 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> list[dict[str, Any]]:
-        """Run until ``max_steps``; returns the metric records of this process's run."""
+        """Run until ``max_steps``; returns the metric records of this process's run.
+
+        SIGINT (Ctrl-C) or SIGTERM, when this runs in the main thread, ends the
+        current step, writes a checkpoint and raises
+        :class:`~grpo_fast.errors.TrainingInterrupted`; a second one stops at once.
+        """
+        with self._running() as stop:
+            return self._train_loop(stop)
+
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[StopRequest]:
+        """Signals caught, transformers' own bars off (shard writing would break through
+        the training bar), trackers started (one that cannot start fails before any
+        work); all undone afterwards."""
+        with StopRequest(lambda: self.step_count + 1, quiet=not self.is_main) as stop:
+            bars = transformers.utils.logging.is_progress_bar_enabled()
+            transformers.utils.logging.disable_progress_bar()
+            try:
+                if self.metrics is not None:
+                    self.metrics.open()
+                yield stop
+            finally:
+                if bars:
+                    transformers.utils.logging.enable_progress_bar()
+                if self.metrics is not None:
+                    self.metrics.close()
+
+    def _train_loop(self, stop: StopRequest) -> list[dict[str, Any]]:
         from tqdm.auto import tqdm
 
         cfg = self.config
         history: list[dict[str, Any]] = []
+        no_signal = NoSignalWatch()
         if self.step_count == 0:
             evals = self.evaluate() if self.is_main else {"eval_accuracy": float("nan")}
             history.append(self._log({"step": 0, **evals}))
@@ -636,6 +703,9 @@ class Trainer:
             dynamic_ncols=True,
         )
         while self.step_count < cfg.max_steps:
+            if self.dist.all_min(int(stop.signal is None)) == 0:  # a signal on any rank
+                bar.close()
+                raise self._interrupted(stop.signal)
             record = self.step()
             last = self.step_count == cfg.max_steps
             if self.is_main and (
@@ -648,10 +718,25 @@ class Trainer:
             if "eval_accuracy" in record:
                 post["eval"] = f"{record['eval_accuracy']:.3f}"
             bar.set_postfix(post)
+            warning = no_signal.update(
+                self.last_batch.advantages, reward_mean=record.get("reward_mean")
+            )
+            if warning and self.is_main:
+                say(warning)
             if last or (cfg.save_every and self.step_count % cfg.save_every == 0):
                 self.save_checkpoint()
         bar.close()
         return history
+
+    def _interrupted(self, signum: int | None) -> TrainingInterrupted:
+        """Checkpoint the finished steps (step 0 needs none: ``--resume auto`` then starts
+        over) and say how to go on."""
+        path = None
+        if self.step_count > 0:
+            if self._saved_step != self.step_count:
+                self.save_checkpoint()
+            path = self.out / "checkpoints" / f"step-{self.step_count:07d}"
+        return TrainingInterrupted(self.step_count, signum or signal.SIGINT, path)
 
     def _log(self, record: dict[str, Any]) -> dict[str, Any]:
         if self.metrics is not None:
@@ -664,79 +749,29 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
-        """Write ``checkpoints/step-N`` atomically (temp dir, then rename)."""
-        ckpt_root = self.out / "checkpoints"
-        final = ckpt_root / f"step-{self.step_count:07d}"
-        tmp = ckpt_root / f".tmp-step-{self.step_count:07d}"
-        rank_state = {
-            "python": random.getstate(),
-            "numpy": np.random.get_state(),  # noqa: NPY002 (user code may use it)
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        }
-        if self.is_main:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-        self.dist.barrier()
-        torch.save(rank_state, tmp / f"rng-rank{self.dist.rank}.pt")
-        if self.is_main:
-            self.model.save_pretrained(tmp)
-            self.tokenizer.save_pretrained(tmp)
-            torch.save(
-                {
-                    "step": self.step_count,
-                    "optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(),
-                    "prompts": self.prompts.state_dict(),
-                    "world": self.dist.world,
-                },
-                tmp / "trainer_state.pt",
-            )
-        self.dist.barrier()
-        if self.is_main:
-            shutil.rmtree(final, ignore_errors=True)
-            os.replace(tmp, final)
-            done = sorted(ckpt_root.glob("step-*"))
-            for old in done[: max(0, len(done) - max(1, self.config.keep_checkpoints))]:
-                shutil.rmtree(old, ignore_errors=True)
-        self.dist.barrier()
-        return final
-
-    def _find_resume(self, resume: str | None) -> Path | None:
-        if not resume:
-            return None
-        if resume == "auto":
-            done = sorted((self.out / "checkpoints").glob("step-*"))
-            return done[-1] if done else None
-        path = Path(resume)
-        if not (path / "trainer_state.pt").is_file():
-            raise InvalidInputError(f"{resume!r} is not a checkpoint (no trainer_state.pt)")
+        """Write ``checkpoints/step-N`` (:func:`grpo_fast.checkpoint.save_checkpoint`)."""
+        path = save_checkpoint(
+            self.out,
+            self.step_count,
+            model=self.model,
+            tokenizer=self.tokenizer,
+            trainer_state={
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "prompts": self.prompts.state_dict(),
+            },
+            dist=self.dist,
+            keep=self.config.keep_checkpoints,
+        )
+        self._saved_step = self.step_count
         return path
 
     def _load_checkpoint(self, path: Path) -> None:
-        from safetensors.torch import load_file
-
-        state = torch.load(path / "trainer_state.pt", weights_only=False)
-        if state["world"] != self.dist.world:
-            raise InvalidInputError(
-                f"checkpoint {path} was written by {state['world']} processes, "
-                f"this run has {self.dist.world}"
-            )
-        weights = load_file(path / "model.safetensors", device=str(self.device))
-        missing, unexpected = self.model.load_state_dict(weights, strict=False)
-        # Tied embeddings are saved once; anything else missing is a real mismatch.
-        if unexpected or any("lm_head" not in k for k in missing):
-            raise InvalidInputError(f"checkpoint {path} does not match the model: {missing}")
+        state = load_checkpoint(path, model=self.model, device=self.device, dist=self.dist)
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.prompts.load_state_dict(state["prompts"])
         self.step_count = int(state["step"])
-        rng = torch.load(path / f"rng-rank{self.dist.rank}.pt", weights_only=False)
-        random.setstate(rng["python"])
-        np.random.set_state(rng["numpy"])  # noqa: NPY002
-        torch.set_rng_state(rng["torch"])
-        if rng["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(rng["cuda"])
         self.sampler.update_weights(self.model)
 
 
