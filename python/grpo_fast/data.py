@@ -28,7 +28,9 @@ Examples
 
 from __future__ import annotations
 
+import csv
 import json
+import logging
 import math
 import os
 import sys
@@ -251,9 +253,19 @@ def _read_with_datasets(path: Path, builder: str, what: str) -> list[dict[str, A
         ) from None
     options: dict[str, Any] = {}
     if builder == "csv":
-        options = {"sep": "\t" if path.suffix.lower() == ".tsv" else ",", "dtype": str}
+        # Every column as text: pandas would turn "007" into 7 and "2" next to an empty
+        # cell into 2.0.
+        sep = "\t" if path.suffix.lower() == ".tsv" else ","
+        with open(path, newline="") as f:
+            header = next(csv.reader(f, delimiter=sep), [])
+        features = datasets.Features({name: datasets.Value("string") for name in header})
+        options = {"sep": sep, "features": features}
+    # Quiet: no progress bars, and no log line of datasets' own before our one-line error.
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
+    log = logging.getLogger("datasets")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
     try:
         # A throwaway cache: the rows become Python objects at once.
         with tempfile.TemporaryDirectory(prefix="grpo-fast-data-") as cache:
@@ -263,10 +275,15 @@ def _read_with_datasets(path: Path, builder: str, what: str) -> list[dict[str, A
             return table.to_list()
     except Exception as e:  # pyarrow, pandas and datasets each raise their own
         first = next((x for x in str(e).splitlines() if x.strip()), type(e).__name__)
+        if "corresponds to no data" in first:  # datasets' words for a file without rows
+            raise InvalidInputError(
+                f"{what} {str(path)!r} is empty: it needs at least one row"
+            ) from None
         raise InvalidInputError(
             f"{what} {str(path)!r} cannot be read as {builder}: {first}"
         ) from None
     finally:
+        log.setLevel(level)
         if bars:
             datasets.enable_progress_bars()
 

@@ -542,7 +542,9 @@ def completion_hidden(
     if pre is None:
         ids = torch.cat([pid, cid], dim=1)
         attn = torch.cat([pmask, cmask], dim=1)
-        out = decoder(input_ids=ids, attention_mask=attn, position_ids=positions(attn))
+        out = decoder(
+            input_ids=ids, attention_mask=attn, position_ids=positions(attn), use_cache=False
+        )
         Lp = pid.shape[1]
         return out.last_hidden_state[:, Lp - 1 : Lp - 1 + Tc]
     # The last prompt token predicts the first completion token; the cache
@@ -579,14 +581,20 @@ def completion_logprobs(
     never exist at once.
     """
     if isinstance(model, AdaptersDisabled):
-        with model.model.disable_adapter():
-            return completion_logprobs(
-                model.model,
-                packed,
-                temperature=temperature,
-                group_size=group_size,
-                share_prompt_prefix=share_prompt_prefix,
-            )
+        # The reference runs as a frozen copy would: adapters off, no dropout.
+        policy, was_training = model.model, model.model.training
+        policy.eval()
+        try:
+            with policy.disable_adapter():
+                return completion_logprobs(
+                    policy,
+                    packed,
+                    temperature=temperature,
+                    group_size=group_size,
+                    share_prompt_prefix=share_prompt_prefix,
+                )
+        finally:
+            policy.train(was_training)
     hidden = completion_hidden(
         model, packed, group_size=group_size, share_prompt_prefix=share_prompt_prefix
     )

@@ -93,8 +93,8 @@ class TrainerConfig:
     model: str = field(
         default=str(DATA_DIR / "tiny_adder"),
         metadata=_doc(
-            "causal LM: a local transformers directory or a Hugging Face Hub id "
-            "(default: the embedded tiny demo model)"
+            "causal LM to train: a local transformers directory or a Hugging Face Hub id; "
+            "'embedded demo' defaults below apply to this embedded model only"
         ),
     )
     dtype: Literal[tuple(DTYPES)] = field(  # type: ignore[valid-type]
