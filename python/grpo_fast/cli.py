@@ -333,17 +333,18 @@ def _eval(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
     check_model_name(args.model, adapters=True)
     check_device(args.device)
-    max_new_tokens = args.max_new_tokens
+    max_new_tokens = getattr(args, "max_new_tokens", None)
     if max_new_tokens is None:
         max_new_tokens = _model_default("max_new_tokens", args.model)
-    dtype = args.dtype or _model_default("dtype", args.model)
+    dtype = getattr(args, "dtype", None) or _model_default("dtype", args.model)
     rewards = RunRewards.build(args.reward, max_new_tokens=max_new_tokens)
     rows = read_tasks(
         args.data, "data", prompt_column=args.prompt_column, answer_column=args.answer_column
     )[: args.limit or None]
     transformers.set_seed(args.seed)
     tok = load_tokenizer(args.model)
-    prompts = render_prompts(rows, tok, system_prompt=args.system_prompt, what="data")
+    system_prompt = getattr(args, "system_prompt", None)
+    prompts = render_prompts(rows, tok, system_prompt=system_prompt, what="data")
     device = (
         args.device if args.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
     )
@@ -383,7 +384,12 @@ def _eval(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from grpo_fast.modeling import export_model
 
-    out = export_model(args.checkpoint, args.out, base=args.base_model, dtype=args.dtype)
+    out = export_model(
+        args.checkpoint,
+        args.out,
+        base=getattr(args, "base_model", None),
+        dtype=getattr(args, "dtype", None),
+    )
     print(f"wrote {out}/ (load it with from_pretrained, or: grpo-fast eval --model {out})")
     return 0
 
@@ -468,23 +474,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--prompt-column", default="prompt", help="column of the prompts")
     ev.add_argument("--answer-column", default="answer", help="column of the gold answers")
-    ev.add_argument("--system-prompt", default=None, help="system message put before every prompt")
+    ev.add_argument(
+        "--system-prompt",
+        default=argparse.SUPPRESS,
+        help="system message put before every prompt that has none (default: none)",
+    )
     ev.add_argument(
         "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
     )
     ev.add_argument("-n", type=int, default=8, help="samples per prompt")
     ev.add_argument("-k", type=int, default=1, help="k of pass@k")
     ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    # Defaults that depend on the model: unset here, resolved in _eval (help states them).
     ev.add_argument(
         "--max-new-tokens",
         type=int,
-        default=None,
+        default=argparse.SUPPRESS,
         help=f"longest completion (default: {_field_default('max_new_tokens')})",
     )
     ev.add_argument(
         "--dtype",
         choices=tuple(DTYPES),
-        default=None,
+        default=argparse.SUPPRESS,
         help=f"weights and autocast dtype (default: {_field_default('dtype')})",
     )
     ev.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda', 'cuda:1', ...")
@@ -502,13 +513,13 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("out", help="new directory for the model (must not hold files)")
     ex.add_argument(
         "--base-model",
-        default=None,
+        default=argparse.SUPPRESS,
         help="base model of LoRA adapters (default: the one their adapter_config.json names)",
     )
     ex.add_argument(
         "--dtype",
         choices=tuple(DTYPES),
-        default=None,
+        default=argparse.SUPPRESS,
         help="dtype of the written weights (default: the base model's)",
     )
     ex.set_defaults(func=_export)

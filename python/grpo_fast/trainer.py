@@ -311,6 +311,11 @@ class TrainerConfig:
                 importlib.util.find_spec("peft") is not None,
                 "LoRA (lora_r > 0) needs peft: pip install 'grpo-fast[peft]'",
             )
+            need(
+                self.sampler == "hf",
+                "LoRA (lora_r > 0) samples with --sampler hf: the vLLM sampler takes full "
+                "weights, not adapters",
+            )
         for name in ("prompt_column", "answer_column"):
             need(bool(getattr(self, name)), f"{name} must name a column")
 
@@ -418,13 +423,16 @@ def _nanmean(x: np.ndarray) -> float:
 
 
 class Trainer:
-    """GRPO on a local causal LM, rewarded by :mod:`grpo_fast.rewards`.
+    """GRPO on a causal LM (a local directory or a hub id), rewarded by
+    :mod:`grpo_fast.rewards`.
 
     Parameters
     ----------
     config : TrainerConfig
     model, tokenizer : optional
-        Already-loaded transformers objects (default: loaded from ``config.model``).
+        Already-loaded transformers objects (default: loaded from ``config.model``);
+        a given model is set up as a loaded one is (dtype, checkpointing, LoRA:
+        :func:`~grpo_fast.modeling.prepare_model`).
     sampler : Sampler, optional
         Default: :func:`build_sampler`.
     train_rows, eval_rows : list of dict, optional
