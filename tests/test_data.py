@@ -109,7 +109,7 @@ def test_conversational_prompts_are_checked():
     conv = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "1+1="}]
     assert check_tasks([{"prompt": conv, "answer": 2}]) == [{"prompt": conv, "answer": "2"}]
     for bad in ([], [{"role": "user"}], [{"role": "user", "content": 3}], ["1+1="], 7):
-        with pytest.raises(InvalidInputError, match=r"rows\[0\]: 'prompt' must be a string or"):
+        with pytest.raises(InvalidInputError, match=r"rows\[0\]: 'prompt' must be a string, got"):
             check_tasks([{"prompt": bad, "answer": "2"}])
 
 

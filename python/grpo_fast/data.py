@@ -181,10 +181,12 @@ def _checked(
             raise InvalidInputError(f"{where}: {c!r} must be a string, got {_type_name(row[c])}")
     for c in prompt_columns:
         if not isinstance(row[c], str) and not _is_conversation(row[c]):
+            got = _type_name(row[c])
+            if isinstance(row[c], list):
+                got += " " + json.dumps(row[c], default=str)[:80]
             raise InvalidInputError(
-                f"{where}: {c!r} must be a string or a list of {{'role', 'content'}} messages "
-                f"with string values, got {_type_name(row[c])}"
-                + ("" if not isinstance(row[c], list) else f" {json.dumps(row[c])[:80]}")
+                f"{where}: {c!r} must be a string, got {got} (or a conversation: a list of "
+                "{'role', 'content'} messages with string values)"
             )
     out = dict(row)
     for c in answer_columns:
