@@ -352,6 +352,17 @@ def test_an_uncached_hub_id_offline_says_how_to_use_a_local_copy(tmp_path, monke
         Trainer(TrainerConfig(model=name, train_file=str(train), max_new_tokens=4))
 
 
+def test_a_local_model_is_recorded_by_its_absolute_path(tiny_model_dir, monkeypatch):
+    """LoRA adapters name their base as it was loaded: from another working directory
+    (export, eval) a relative name would not be found."""
+    from grpo_fast.modeling import LoraOptions, load_model, prepare_model
+
+    path = tiny_model_dir("llama")
+    monkeypatch.chdir(path.parent)
+    model = prepare_model(load_model(path.name), lora=LoraOptions(r=2))
+    assert model.peft_config["default"].base_model_name_or_path == str(path.resolve())
+
+
 def test_model_names_are_checked_before_loading(tmp_path):
     from grpo_fast.modeling import check_model_name
 

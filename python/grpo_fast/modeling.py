@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import os
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +58,7 @@ __all__ = [
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def _hub_error(name: str, what: str, error: BaseException) -> str:
+def _hub_error(name: str, what: str, error: BaseException, flag: str = "--model") -> str:
     """One line saying why ``name`` could not be loaded, and what to do about it."""
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -74,12 +76,12 @@ def _hub_error(name: str, what: str, error: BaseException) -> str:
             f"cannot load the {what} of {name!r}: it is not a local directory, the Hugging Face "
             "Hub cannot be reached (no network, or HF_HUB_OFFLINE=1) and it is not in the local "
             f"cache; download it where there is a network (hf download {name} --local-dir DIR) "
-            "and pass that directory (--model DIR)"
+            f"and pass that directory ({flag} DIR)"
         )
     if any(isinstance(c, GatedRepoError) for c in chain):
         return (
             f"{name!r} is a gated model on the Hugging Face Hub: accept its terms on the Hub and "
-            "log in (hf auth login), or pass a local copy (--model DIR)"
+            f"log in (hf auth login), or pass a local copy ({flag} DIR)"
         )
     if any(isinstance(c, RepositoryNotFoundError) for c in chain):
         return (
@@ -91,11 +93,17 @@ def _hub_error(name: str, what: str, error: BaseException) -> str:
     return f"cannot load the {what} of {name!r}: {first}"
 
 
-def _from_pretrained(load: Any, name: str, what: str, **kwargs: Any) -> Any:
+def _from_pretrained(
+    load: Any, name: str, what: str, *, flag: str = "--model", **kwargs: Any
+) -> Any:
+    # A local directory by its absolute path: LoRA adapters record their base by the
+    # name it was loaded from, and must find it from any working directory.
+    path = Path(name).expanduser()
+    source = str(path.resolve()) if path.is_dir() else name
     try:
-        return load(name, **kwargs)
+        return load(source, **kwargs)
     except (OSError, ValueError) as e:
-        raise InvalidInputError(_hub_error(name, what, e)) from None
+        raise InvalidInputError(_hub_error(name, what, e, flag)) from None
 
 
 def check_model_name(name: str, *, adapters: bool = False) -> None:
@@ -147,14 +155,21 @@ def load_tokenizer(path: str) -> Any:
 
 
 def load_model(
-    path: str, device: torch.device | str = "cpu", *, dtype: torch.dtype = torch.float32
+    path: str,
+    device: torch.device | str = "cpu",
+    *,
+    dtype: torch.dtype = torch.float32,
+    flag: str = "--model",
 ) -> Any:
     """A causal LM (a local directory or a hub id) in ``dtype`` on ``device``, in training mode.
 
     A hub id is downloaded by ``from_pretrained`` (or read from its cache);
-    when the hub cannot be reached, the error says how to use a local copy.
+    when the hub cannot be reached, the error says how to use a local copy
+    (given with ``flag``).
     """
-    model = _from_pretrained(AutoModelForCausalLM.from_pretrained, path, "model", dtype=dtype)
+    model = _from_pretrained(
+        AutoModelForCausalLM.from_pretrained, path, "model", flag=flag, dtype=dtype
+    )
     return model.to(device).train()
 
 
@@ -352,11 +367,11 @@ def load_weights(model: Any, path: str | Path, device: torch.device | str = "cpu
         raise InvalidInputError(f"checkpoint {path} does not match the model: {missing}")
 
 
-def _stored_dtype(name: str) -> torch.dtype:
+def _stored_dtype(name: str, flag: str = "--model") -> torch.dtype:
     """The dtype a model's weights are stored in (its config says), fp32 when unsaid."""
     from transformers import AutoConfig
 
-    config = _from_pretrained(AutoConfig.from_pretrained, name, "config")
+    config = _from_pretrained(AutoConfig.from_pretrained, name, "config", flag=flag)
     stored = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if isinstance(stored, str):
         stored = getattr(torch, stored, None)
@@ -394,9 +409,11 @@ def export_model(
         config = peft.PeftConfig.from_pretrained(str(ckpt))
         base = base or config.base_model_name_or_path
         if not base:
-            raise InvalidInputError(f"{ckpt}: the adapters do not name their base model; pass it")
-        model = load_model(base)
-        stored = _stored_dtype(base)
+            raise InvalidInputError(
+                f"{ckpt}: the adapters do not name their base model; pass it with --base-model"
+            )
+        model = load_model(base, flag="--base-model")
+        stored = _stored_dtype(base, flag="--base-model")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", ".*is_gradient_checkpointing", FutureWarning)
             model = peft.PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()
@@ -405,9 +422,15 @@ def export_model(
         stored = _stored_dtype(str(ckpt))
     model = model.to(DTYPES[dtype] if dtype else stored).eval()
     tokenizer = _from_pretrained(AutoTokenizer.from_pretrained, str(ckpt), "tokenizer")
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    # Written beside it and renamed: an interrupted export leaves no half model at ``out``.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".tmp-export-{out.name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    if out.exists():
+        out.rmdir()  # empty (checked above)
+    os.replace(tmp, out)
     return out
 
 
