@@ -84,3 +84,26 @@ def tiny_causal_lm(architecture: str = "qwen2", *, seed: int = 0, **overrides: A
 def tiny_lm() -> Callable[..., Any]:
     """``tiny_lm(architecture="qwen2", **config_overrides)``: see :func:`tiny_causal_lm`."""
     return tiny_causal_lm
+
+
+def save_tiny_model(path: Path, architecture: str = "qwen2", **overrides: Any) -> Path:
+    """A :func:`tiny_causal_lm` saved with the embedded tokenizer (and its chat template)
+    as a transformers model directory at ``path``."""
+    import shutil
+
+    model = tiny_causal_lm(architecture, **overrides)
+    model.generation_config.pad_token_id = 0
+    model.save_pretrained(path)
+    for f in (DATA_DIR / "tiny_adder").iterdir():
+        if f.name.startswith("tokenizer") or f.name == "chat_template.jinja":
+            shutil.copy(f, path / f.name)
+    return path
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path: Path) -> Callable[..., Path]:
+    """``tiny_model_dir(architecture="qwen2", **config_overrides)``: a directory holding a
+    :func:`tiny_causal_lm` and the embedded tokenizer (a model that is not the demo)."""
+    return lambda architecture="qwen2", **kw: save_tiny_model(
+        tmp_path / f"model-{architecture}", architecture, **kw
+    )

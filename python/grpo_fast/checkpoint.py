@@ -31,6 +31,7 @@ from safetensors import SafetensorError
 
 from grpo_fast.distributed import Distributed
 from grpo_fast.errors import CheckpointError, InvalidInputError
+from grpo_fast.modeling import load_weights
 from grpo_fast.tracking import WANDB_ID_FILE, say
 
 __all__ = [
@@ -398,21 +399,6 @@ def _choose(out_dir: Path, resume: str) -> Path | None:
 
 
 # ---------------------------------------------------------------------- loading
-def _load_weights(path: Path, device: torch.device) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    index = path / "model.safetensors.index.json"
-    shards = (
-        sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        if index.is_file()
-        else ["model.safetensors"]
-    )
-    weights: dict[str, torch.Tensor] = {}
-    for shard in shards:
-        weights.update(load_file(path / shard, device=str(device)))
-    return weights
-
-
 def load_checkpoint(path: Path, *, model: Any, device: torch.device, dist: Distributed) -> Any:
     """Load the weights of a checkpoint that :func:`find_resume` chose into ``model``
     and restore this rank's RNG states; return the trainer state (``step``,
@@ -425,19 +411,12 @@ def load_checkpoint(path: Path, *, model: Any, device: torch.device, dist: Distr
         )
     try:
         state = torch.load(path / "trainer_state.pt", weights_only=False)
-        weights = _load_weights(path, device)
         rng = torch.load(path / f"rng-rank{dist.rank}.pt", weights_only=False)
     except (OSError, RuntimeError, ValueError, KeyError) as e:
         raise InvalidInputError(f"cannot read checkpoint {path}: {e}") from None
     try:
-        missing, unexpected = model.load_state_dict(weights, strict=False)
-    except RuntimeError as e:  # shapes differ
-        raise InvalidInputError(f"checkpoint {path} does not match the model: {e}") from None
-    # Tied embeddings are saved once; anything else missing is a real mismatch.
-    if unexpected or any("lm_head" not in k for k in missing):
-        raise InvalidInputError(
-            f"checkpoint {path} does not match the model: missing {missing}, "
-            f"unexpected {unexpected}"
-        )
+        load_weights(model, path, device)  # the full model, or a peft model's LoRA adapters
+    except (OSError, SafetensorError) as e:
+        raise InvalidInputError(f"cannot read checkpoint {path}: {e}") from None
     _set_rng_state(rng)
     return state

@@ -17,7 +17,6 @@ bookkeeping: evaluation, metrics, checkpoints.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import json
 import signal
@@ -42,13 +41,26 @@ from grpo_fast.checkpoint import (
     save_checkpoint,
 )
 from grpo_fast.curriculum import Curriculum, UniformPrompts
-from grpo_fast.data import DATA_DIR, check_tasks, read_tasks
+from grpo_fast.data import DATA_DIR, check_tasks, read_tasks, render_prompts
+from grpo_fast.defaults import by_model, is_demo_model, resolve
 from grpo_fast.distributed import Distributed
 from grpo_fast.errors import InvalidInputError, TrainingInterrupted
 from grpo_fast.interrupt import StopRequest
 from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
 from grpo_fast.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
-from grpo_fast.modeling import Packed, completion_logprobs, load_model, load_tokenizer, pack
+from grpo_fast.modeling import (
+    DTYPES,
+    LoraOptions,
+    MixedPrecision,
+    Packed,
+    check_model_name,
+    completion_logprobs,
+    load_model,
+    load_tokenizer,
+    pack,
+    prepare_model,
+    reference_model,
+)
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
 from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
 from grpo_fast.tracking import NoSignalWatch, Tracker, parse_report_to, read_metrics, say
@@ -78,6 +90,9 @@ class TrainerConfig:
     """Every option of a training run (each one is a ``grpo-fast train`` flag).
 
     The defaults train the embedded tiny model on 2-digit addition on the CPU.
+    A default written ``by_model(run, demo=...)`` depends on the model: the
+    demo's value for the embedded model, the real run's for any other
+    (:mod:`grpo_fast.defaults`); a value given explicitly always stands.
     Choices are ``Literal`` types: the command line, config files and
     :meth:`validate` read them from here.
     """
@@ -85,15 +100,58 @@ class TrainerConfig:
     # What to train on.
     model: str = field(
         default=str(DATA_DIR / "tiny_adder"),
-        metadata=_doc("local transformers causal-LM directory (default: the embedded tiny model)"),
+        metadata=_doc(
+            "causal LM to train: a local transformers directory or a Hugging Face Hub id; "
+            "'embedded demo' defaults below apply to this embedded model only"
+        ),
+    )
+    dtype: Literal[tuple(DTYPES)] = field(  # type: ignore[valid-type]
+        default=by_model("bf16", demo="fp32"),
+        metadata=_doc(
+            "forward precision: bf16/fp16 autocast with fp32 trained weights (LoRA's frozen "
+            "base and the reference model stored in it; fp16 scales the loss)"
+        ),
+    )
+    gradient_checkpointing: bool = field(
+        default=by_model(True, demo=False),
+        metadata=_doc(
+            "recompute layer activations in the backward (less memory; the loss forward then "
+            "runs each prompt with every sample instead of sharing it)"
+        ),
+    )
+    lora_r: int = field(default=0, metadata=_doc("LoRA rank (0: train every weight)"))
+    lora_alpha: float = field(default=32.0, metadata=_doc("LoRA scale numerator (alpha / r)"))
+    lora_dropout: float = field(default=0.0, metadata=_doc("dropout on the LoRA path"))
+    lora_target_modules: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "modules LoRA adapts, repeatable or comma-separated (q_proj,v_proj; "
+            "all-linear: every linear layer but the head; default: peft's choice for the "
+            "architecture)",
+            "metavar": "NAME",
+        },
     )
     train_file: str = field(
         default=str(DATA_DIR / "addition_train.jsonl"),
-        metadata=_doc("JSONL with 'prompt' and 'answer' columns"),
+        metadata=_doc("rows with a prompt and an answer: JSONL, JSON, Parquet, CSV, TSV, Arrow"),
     )
     eval_file: str | None = field(
         default=str(DATA_DIR / "addition_eval.jsonl"),
-        metadata=_doc("held-out JSONL with 'prompt' and 'answer' (none: skip evaluation)"),
+        metadata=_doc("held-out rows, same format (none: skip evaluation)"),
+    )
+    prompt_column: str = field(
+        default="prompt",
+        metadata=_doc("column of the prompts: text, or a list of {role, content} messages"),
+    )
+    answer_column: str = field(
+        default="answer", metadata=_doc("column of the gold answers (GSM8K's '... #### 72' works)")
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata=_doc(
+            "system message put before every prompt that has none (a plain prompt then goes "
+            "through the chat template as the user's message)"
+        ),
     )
     reward: tuple[str | dict[str, Any], ...] = field(
         default=("math",),
@@ -118,7 +176,9 @@ class TrainerConfig:
     num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt"))
     # Sampling.
     sampler: Literal["hf", "vllm"] = field(default="hf", metadata=_doc("generation backend"))
-    max_new_tokens: int = field(default=4, metadata=_doc("longest completion, EOS included"))
+    max_new_tokens: int = field(
+        default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included")
+    )
     temperature: float = field(default=1.0, metadata=_doc("sampling temperature"))
     top_p: float = field(default=1.0, metadata=_doc("nucleus sampling mass (1 = off)"))
     top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)"))
@@ -165,14 +225,16 @@ class TrainerConfig:
     )
     # Optimisation.
     optimizer: Literal["adamw", "sgd"] = field(default="adamw", metadata=_doc("optimizer"))
-    learning_rate: float = field(default=3e-5, metadata=_doc("peak learning rate"))
+    learning_rate: float = field(
+        default=by_model(1e-6, demo=3e-5), metadata=_doc("peak learning rate")
+    )
     lr_schedule: Literal[LR_SCHEDULES] = field(  # type: ignore[valid-type]
-        default="constant", metadata=_doc("learning rate after warmup")
+        default=by_model("linear", demo="constant"), metadata=_doc("learning rate after warmup")
     )
     warmup_steps: int = field(default=0, metadata=_doc("linear warmup, in optimizer steps"))
     weight_decay: float = field(default=0.0, metadata=_doc("AdamW weight decay"))
     adam_beta1: float = field(default=0.9, metadata=_doc("AdamW beta1"))
-    adam_beta2: float = field(default=0.99, metadata=_doc("AdamW beta2"))
+    adam_beta2: float = field(default=by_model(0.999, demo=0.99), metadata=_doc("AdamW beta2"))
     max_grad_norm: float = field(default=1.0, metadata=_doc("gradient clipping (0 = off)"))
     grad_accum_steps: int = field(
         default=1, metadata=_doc("micro-batches per optimizer step (splits the batch's rows)")
@@ -188,8 +250,12 @@ class TrainerConfig:
     max_refill_rounds: int = field(default=3, metadata=_doc("extra sampling rounds per step"))
     # Evaluation, logging, checkpoints.
     eval_every: int = field(default=100, metadata=_doc("evaluate every N steps (0 = start/end)"))
-    eval_size: int = field(default=500, metadata=_doc("held-out prompts per evaluation"))
-    save_every: int = field(default=0, metadata=_doc("checkpoint every N steps (0 = at the end)"))
+    eval_size: int = field(
+        default=by_model(0, demo=500), metadata=_doc("held-out prompts per evaluation (0 = all)")
+    )
+    save_every: int = field(
+        default=by_model(500, demo=0), metadata=_doc("checkpoint every N steps (0 = at the end)")
+    )
     keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept"))
     resume: str | None = field(
         default=None,
@@ -221,6 +287,10 @@ class TrainerConfig:
     )
 
     def __post_init__(self) -> None:
+        # Defaults that depend on the model (grpo_fast.defaults): the demo's or a real run's.
+        demo = is_demo_model(self.model)
+        for f in fields(self):
+            setattr(self, f.name, resolve(getattr(self, f.name), demo=demo))
         # One reward given alone (``reward="math"``) is a list of one.
         if isinstance(self.reward, (str, dict)):
             self.reward = (self.reward,)
@@ -230,6 +300,15 @@ class TrainerConfig:
             self.report_to = (self.report_to,)
         elif isinstance(self.report_to, list):
             self.report_to = tuple(self.report_to)
+        # Target modules: repeated, comma-separated, or one string.
+        targets = (
+            (self.lora_target_modules,)
+            if isinstance(self.lora_target_modules, str)
+            else self.lora_target_modules
+        )
+        self.lora_target_modules = tuple(
+            name.strip() for t in targets for name in str(t).split(",") if name.strip()
+        )
 
     def validate(self) -> None:
         """Raise :class:`InvalidInputError` saying what to fix."""
@@ -267,14 +346,39 @@ class TrainerConfig:
         need(self.temperature > 0, f"temperature must be > 0 for training: {self.temperature}")
         for name in ("eval_every", "save_every", "max_refill_rounds", "torch_threads"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        need(self.eval_size >= 0, f"eval_size must be >= 0 (0 = all), got {self.eval_size}")
         need(bool(self.reward), "reward: name at least one reward (e.g. 'math')")
         RunRewards.build(list(self.reward), max_new_tokens=self.max_new_tokens)
         parse_report_to(self.report_to)
-        model = Path(self.model)
-        need(
-            (model / "config.json").is_file(),
-            f"model directory {str(model)!r} is not readable: expected a transformers model "
-            "directory with config.json (and weights, tokenizer)",
+        check_model_name(self.model)
+        check_device(self.device)
+        need(self.lora_r >= 0, f"lora_r must be >= 0 (0: no LoRA), got {self.lora_r}")
+        need(self.lora_alpha > 0, f"lora_alpha must be > 0, got {self.lora_alpha}")
+        need(0 <= self.lora_dropout < 1, f"lora_dropout must be in [0, 1): {self.lora_dropout}")
+        if self.lora_r > 0:
+            import importlib.util
+
+            need(
+                importlib.util.find_spec("peft") is not None,
+                "LoRA (lora_r > 0) needs peft: pip install 'grpo-fast[peft]'",
+            )
+            need(
+                self.sampler == "hf",
+                "LoRA (lora_r > 0) samples with --sampler hf: the vLLM sampler takes full "
+                "weights, not adapters",
+            )
+        for name in ("prompt_column", "answer_column"):
+            need(bool(getattr(self, name)), f"{name} must name a column")
+
+    def lora(self) -> LoraOptions | None:
+        """The LoRA adapters of this run (None: full fine-tuning)."""
+        if self.lora_r == 0:
+            return None
+        return LoraOptions(
+            r=self.lora_r,
+            alpha=self.lora_alpha,
+            dropout=self.lora_dropout,
+            target_modules=self.lora_target_modules,
         )
 
     @classmethod
@@ -294,6 +398,28 @@ def resolve_device(name: str, dist: Distributed) -> torch.device:
     if dist.enabled and name == "cuda":
         name = f"cuda:{dist.local_rank}"
     return torch.device(name)
+
+
+def check_device(name: str) -> None:
+    """``auto``, ``cpu``, ``cuda[:N]``, ...: one that exists here, or an error saying so."""
+    if name == "auto":
+        return
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise InvalidInputError(
+            f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {name!r}"
+        ) from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InvalidInputError(
+                f"device {name!r}: no CUDA GPU is available here (torch.cuda.is_available() is "
+                "False); use --device cpu (or auto)"
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise InvalidInputError(
+                f"device {name!r}: there are only {torch.cuda.device_count()} CUDA device(s)"
+            )
 
 
 def set_cpu_threads(threads: int, model: Any, device: torch.device) -> None:
@@ -352,23 +478,21 @@ def build_prompt_order(cfg: TrainerConfig, num_prompts: int) -> Curriculum | Uni
     return UniformPrompts(num_prompts, seed=cfg.seed)
 
 
-def reference_model(model: Any) -> Any:
-    """A frozen copy of the starting policy, for the KL penalty."""
-    return copy.deepcopy(model).eval().requires_grad_(False)
-
-
 def _nanmean(x: np.ndarray) -> float:
     return float(np.nanmean(x)) if len(x) and not np.isnan(x).all() else float("nan")
 
 
 class Trainer:
-    """GRPO on a local causal LM, rewarded by :mod:`grpo_fast.rewards`.
+    """GRPO on a causal LM (a local directory or a hub id), rewarded by
+    :mod:`grpo_fast.rewards`.
 
     Parameters
     ----------
     config : TrainerConfig
     model, tokenizer : optional
-        Already-loaded transformers objects (default: loaded from ``config.model``).
+        Already-loaded transformers objects (default: loaded from ``config.model``);
+        a given model is set up as a loaded one is (dtype, checkpointing, LoRA:
+        :func:`~grpo_fast.modeling.prepare_model`).
     sampler : Sampler, optional
         Default: :func:`build_sampler`.
     train_rows, eval_rows : list of dict, optional
@@ -413,24 +537,47 @@ class Trainer:
         # Every rank draws different samples; prompt order is shared (its own generator).
         transformers.set_seed(cfg.seed + self.dist.rank)
 
+        columns = {"prompt_column": cfg.prompt_column, "answer_column": cfg.answer_column}
         self.train_rows = (
-            read_tasks(cfg.train_file, "train_file")
+            read_tasks(cfg.train_file, "train_file", **columns)
             if train_rows is None
-            else check_tasks(train_rows, "train_rows")
+            else check_tasks(train_rows, "train_rows", **columns)
         )
+        if cfg.prompts_per_step * self.dist.world > len(self.train_rows):
+            raise InvalidInputError(
+                f"prompts_per_step ({cfg.prompts_per_step}) x {self.dist.world} process(es) is "
+                f"more than the {len(self.train_rows)} training rows; lower --prompts-per-step"
+            )
         if eval_rows is not None:
-            self.eval_rows = check_tasks(eval_rows, "eval_rows")[: cfg.eval_size]
+            self.eval_rows = check_tasks(eval_rows, "eval_rows", **columns)
         elif cfg.eval_file:
-            self.eval_rows = read_tasks(cfg.eval_file, "eval_file")[: cfg.eval_size]
+            self.eval_rows = read_tasks(cfg.eval_file, "eval_file", **columns)
         else:
             self.eval_rows = []
+        self.eval_rows = self.eval_rows[: cfg.eval_size or None]
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
-        self.model = (model if model is not None else load_model(cfg.model)).to(self.device).train()
+        # The text the sampler sees: conversations through the tokenizer's chat template.
+        self.train_prompts = render_prompts(
+            self.train_rows, self.tokenizer, system_prompt=cfg.system_prompt, what="train rows"
+        )
+        self.eval_prompts = render_prompts(
+            self.eval_rows, self.tokenizer, system_prompt=cfg.system_prompt, what="eval rows"
+        )
+        lora = cfg.lora()
+        if model is None:  # LoRA's frozen base loads in its 16-bit dtype; trained weights in fp32
+            model = load_model(cfg.model, dtype=DTYPES[cfg.dtype] if lora else torch.float32)
+        self.model = prepare_model(
+            model.to(self.device),
+            dtype=cfg.dtype,
+            lora=lora,
+            gradient_checkpointing=cfg.gradient_checkpointing,
+        )
+        self.precision = MixedPrecision(cfg.dtype, self.device)
         set_cpu_threads(cfg.torch_threads, self.model, self.device)
-        self.ref_model = reference_model(self.model) if cfg.beta > 0 else None
+        self.ref_model = reference_model(self.model, cfg.dtype) if cfg.beta > 0 else None
         self.params = SamplingParams(
             max_new_tokens=cfg.max_new_tokens,
             temperature=cfg.temperature,
@@ -510,7 +657,8 @@ class Trainer:
             idx = idx_all[dist.rank * P : (dist.rank + 1) * P]
             rows = [self.train_rows[i] for i in idx for _ in range(G)]
             t0 = time.perf_counter()
-            comp = self.sampler.sample([self.train_rows[i]["prompt"] for i in idx], G, self.params)
+            with self.precision.autocast():
+                comp = self.sampler.sample([self.train_prompts[i] for i in idx], G, self.params)
             t1 = time.perf_counter()
             scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
             total = dist.gather(scores.total)
@@ -548,13 +696,14 @@ class Trainer:
 
     def logprobs(self, model: Any, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
         """Token log-probs and entropies ``[rows, Tc]`` of a packed batch under ``model``."""
-        return completion_logprobs(
-            model,
-            packed,
-            temperature=self.config.temperature,
-            group_size=self.config.num_generations,
-            share_prompt_prefix=self.config.share_prompt_prefix,
-        )
+        with self.precision.autocast():
+            return completion_logprobs(
+                model,
+                packed,
+                temperature=self.config.temperature,
+                group_size=self.config.num_generations,
+                share_prompt_prefix=self.config.share_prompt_prefix,
+            )
 
     def update(self, batch: Batch) -> dict[str, Any]:
         """``num_iterations`` optimizer steps on a batch, each over ``grad_accum_steps`` chunks."""
@@ -602,11 +751,12 @@ class Trainer:
                     sampler_threshold=cfg.sampler_threshold,
                 )
                 # Row-weighted: the accumulated gradient is the full batch's (per-sequence mean).
-                (loss * (logp.shape[0] / n)).backward()
+                self.precision.backward(loss * (logp.shape[0] / n))
                 for k, v in {"loss": float(loss.item()), **m}.items():
                     sums[k] = _accumulate(k, sums.get(k), v)
                 count += 1
             self.dist.average_grads(trainable)
+            self.precision.unscale(self.optimizer)
             if cfg.max_grad_norm > 0:
                 norm = torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
             else:
@@ -616,8 +766,8 @@ class Trainer:
             sums["grad_norm"] = sums.get("grad_norm", 0.0) + float(norm) * (
                 count / cfg.num_iterations
             )
-            self.optimizer.step()
-            self.scheduler.step()
+            if self.precision.step(self.optimizer):  # False: fp16 overflow, step skipped
+                self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
         out = {k: v if k.endswith(_EXTREMES) else v / count for k, v in sums.items()}
         out["kl"] = out.pop("kl_mean", None)
@@ -649,7 +799,8 @@ class Trainer:
         if not self.eval_rows:
             return {"eval_accuracy": float("nan")}
         greedy = SamplingParams(max_new_tokens=self.config.max_new_tokens, temperature=0.0)
-        comp = self.sampler.sample([r["prompt"] for r in self.eval_rows], 1, greedy)
+        with self.precision.autocast():
+            comp = self.sampler.sample(self.eval_prompts, 1, greedy)
         scores = self.rewards.score(comp.texts, self.eval_rows, completion_ids=comp.completion_ids)
         first = scores.columns[self.rewards.names[0]]
         return {
@@ -759,6 +910,7 @@ class Trainer:
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "prompts": self.prompts.state_dict(),
+                "scaler": self.precision.state_dict(),
             },
             dist=self.dist,
             keep=self.config.keep_checkpoints,
@@ -769,6 +921,7 @@ class Trainer:
     def _load_checkpoint(self, path: Path) -> None:
         state = load_checkpoint(path, model=self.model, device=self.device, dist=self.dist)
         self.optimizer.load_state_dict(state["optimizer"])
+        self.precision.load_state_dict(state.get("scaler", {}))
         self.scheduler.load_state_dict(state["scheduler"])
         self.prompts.load_state_dict(state["prompts"])
         self.step_count = int(state["step"])
