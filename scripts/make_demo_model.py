@@ -1,7 +1,8 @@
 """Build the embedded demo: a tiny Qwen2 model warm-started on 2-digit addition.
 
 Writes ``python/grpo_fast/data/tiny_adder/`` (config, safetensors weights,
-character-level tokenizer with a small chat template) and ``python/grpo_fast/data/addition_{train,eval}.jsonl``.
+character-level tokenizer with a small chat template) and
+``python/grpo_fast/data/addition_{train,eval}.jsonl``.
 Reproducible: the same seed gives the same files (CPU, one thread).
 
 The supervised warm start is deliberately short so that the model solves
