@@ -96,6 +96,32 @@ def test_a_training_step_on_each_architecture_is_the_hand_computed_one(
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_a_lora_step_with_real_run_defaults_on_each_architecture(
+    tmp_path, tiny_model_dir, architecture
+):
+    """bf16 autocast, gradient checkpointing (a real run's defaults) and LoRA on every
+    linear layer (GPT-2's Conv1D too): only the adapters move, and the KL to the
+    reference (the base, adapters off) starts at 0."""
+    cfg = run_config(
+        tmp_path,
+        tiny_model_dir(architecture, **NO_DROPOUT.get(architecture, {})),
+        lora_r=4,
+        lora_target_modules=("all-linear",),
+        learning_rate=1e-2,
+        beta=0.1,
+        seed=1,
+    )
+    assert (cfg.dtype, cfg.gradient_checkpointing) == ("bf16", True)
+    trainer = Trainer(cfg, train_rows=ROWS, eval_rows=ROWS[:2], rewards=[has_one])
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    first = trainer.step()
+    assert first["kl"] == pytest.approx(0.0, abs=1e-6)  # adapters start at zero (lora_B = 0)
+    trainer.step()
+    for n, p in trainer.model.named_parameters():
+        assert torch.equal(p, before[n]) != ("lora_" in n), n
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
 @pytest.mark.parametrize("lora", [False, True])
 def test_sampling_with_the_shared_prompt_cache_equals_one_prompt_at_a_time(
     tiny_lm, architecture, lora
