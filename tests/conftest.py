@@ -37,11 +37,15 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 @pytest.fixture
 def make_config(tmp_path: Path) -> Callable[..., Any]:
     """``make_config(**overrides)``: a :class:`TrainerConfig` of :data:`SMALL_RUN` writing
-    into ``tmp_path / "run"``."""
+    into ``tmp_path / "run"``. Tests build several trainers there, so each replaces the
+    last one's run (``overwrite``) unless it resumes it."""
     from grpo_fast.trainer import TrainerConfig
 
     def make(**kw: Any) -> Any:
-        return TrainerConfig(**{"output_dir": str(tmp_path / "run"), **SMALL_RUN, **kw})
+        replace = kw.get("resume") is None
+        return TrainerConfig(
+            **{"output_dir": str(tmp_path / "run"), "overwrite": replace, **SMALL_RUN, **kw}
+        )
 
     return make
 

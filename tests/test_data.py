@@ -256,6 +256,7 @@ def test_a_gsm8k_parquet_trains_with_column_mapping(tmp_path, capsys):
     assert "held-out accuracy" in capsys.readouterr().out
     # Every prompt of a step is distinct, so the step needs as many rows.
     argv[argv.index("--prompts-per-step") + 1] = "9"
+    argv[argv.index("--output-dir") + 1] = str(tmp_path / "out9")
     assert main(argv) == 2
     assert "prompts_per_step (9) x 1 process(es) is more than the 8" in capsys.readouterr().err
 
