@@ -39,12 +39,12 @@ from grpo_fast.curriculum import Curriculum, UniformPrompts
 from grpo_fast.data import DATA_DIR, check_tasks, read_tasks
 from grpo_fast.distributed import Distributed
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
+from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, SURROGATES, policy_loss
 from grpo_fast.metrics import MetricsWriter, read_metrics
 from grpo_fast.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
 from grpo_fast.modeling import Packed, completion_logprobs, load_model, load_tokenizer, pack
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
-from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
+from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler, truncated
 
 __all__ = [
     "DATA_DIR",
@@ -129,6 +129,26 @@ class TrainerConfig:
     )
     kl: Literal[KL_ESTIMATORS] = field(  # type: ignore[valid-type]
         default="k3", metadata=_doc("KL estimator")
+    )
+    surrogate: Literal[SURROGATES] = field(  # type: ignore[valid-type]
+        default="ppo",
+        metadata=_doc(
+            "per-token objective: ppo (clipped ratio), cispo (clipped detached weight x logp), "
+            "sapo (sigmoid gate), gmpo (geometric mean of the token ratios)"
+        ),
+    )
+    sapo_tau_pos: float = field(default=1.0, metadata=_doc("SAPO gate temperature where A > 0"))
+    sapo_tau_neg: float = field(default=1.05, metadata=_doc("SAPO gate temperature where A <= 0"))
+    entropy_coef: float = field(
+        default=0.0, metadata=_doc("entropy bonus weight (mean entropy of the tokens that learn)")
+    )
+    top_entropy_quantile: float = field(
+        default=1.0,
+        metadata=_doc("share of the batch's tokens, highest entropy first, that learn (1 = all)"),
+    )
+    mask_truncated_completions: bool = field(
+        default=False,
+        metadata=_doc("completions that hit max_new_tokens without EOS get no loss (DAPO)"),
     )
     share_prompt_prefix: bool = field(
         default=True,
@@ -230,6 +250,20 @@ class TrainerConfig:
         need(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
         need(self.beta >= 0, f"beta must be >= 0, got {self.beta}")
         need(self.eps_low >= 0 and self.eps_high >= 0, "eps_low and eps_high must be >= 0")
+        need(
+            self.eps_low < 1 or self.surrogate in ("cispo", "gmpo"),
+            f"eps_low must be < 1 with surrogate={self.surrogate!r}, got {self.eps_low}",
+        )
+        need(
+            0 <= self.top_entropy_quantile <= 1,
+            f"top_entropy_quantile must be in [0, 1], got {self.top_entropy_quantile}",
+        )
+        need(np.isfinite(self.entropy_coef), f"entropy_coef must be finite: {self.entropy_coef}")
+        need(
+            self.sapo_tau_pos > 0 and self.sapo_tau_neg > 0,
+            f"sapo_tau_pos and sapo_tau_neg must be > 0, got {self.sapo_tau_pos}, "
+            f"{self.sapo_tau_neg}",
+        )
         need(
             self.sampler_threshold > 1,
             f"sampler_threshold must be > 1 (TIS cap, MIS band [1/C, C]), "
@@ -531,6 +565,11 @@ class Trainer:
         )
         adv = torch.from_numpy(batch.advantages.astype(np.float32)).to(self.device)
         sampler_logp = self._sampler_logp(batch, packed)
+        cut = truncated(batch.completions, self.tokenizer.eos_token_id, cfg.max_new_tokens)
+        # DAPO's overlong filtering: a cut-off answer is neither right nor wrong; no loss.
+        loss_mask = packed.completion_mask
+        if cfg.mask_truncated_completions:
+            loss_mask = loss_mask & ~torch.from_numpy(cut).to(self.device)[:, None]
         with torch.no_grad():
             old_logp = self.logprobs(self.model, packed)[0] if cfg.num_iterations > 1 else None
             ref_logp = None if self.ref_model is None else self.logprobs(self.ref_model, packed)[0]
@@ -548,7 +587,7 @@ class Trainer:
                     logp,
                     logp.detach() if old_logp is None else old_logp[rows],
                     adv[rows],
-                    part.completion_mask,
+                    loss_mask[rows],
                     ref_logp=None if ref_logp is None else ref_logp[rows],
                     beta=cfg.beta,
                     kl=cfg.kl,
@@ -556,11 +595,16 @@ class Trainer:
                     eps_high=cfg.eps_high,
                     loss_type=cfg.loss_type,
                     max_completion_length=cfg.max_new_tokens,
-                    entropy=entropy.detach(),
+                    entropy=entropy if cfg.entropy_coef else entropy.detach(),
                     sampler_logp=None if sampler_logp is None else sampler_logp[rows],
                     sampler_correction=cfg.sampler_correction,
                     sampler_level=cfg.sampler_level,
                     sampler_threshold=cfg.sampler_threshold,
+                    surrogate=cfg.surrogate,
+                    sapo_tau_pos=cfg.sapo_tau_pos,
+                    sapo_tau_neg=cfg.sapo_tau_neg,
+                    entropy_coef=cfg.entropy_coef,
+                    top_entropy_quantile=cfg.top_entropy_quantile,
                 )
                 # Row-weighted: the accumulated gradient is the full batch's (per-sequence mean).
                 (loss * (logp.shape[0] / n)).backward()
@@ -583,6 +627,7 @@ class Trainer:
         out = {k: v if k.endswith(_EXTREMES) else v / count for k, v in sums.items()}
         out["kl"] = out.pop("kl_mean", None)
         out["entropy"] = out.pop("entropy_mean", None)
+        out["truncated_frac"] = float(cut.mean())
         return out
 
     def _sampler_logp(self, batch: Batch, packed: Packed) -> torch.Tensor | None:
