@@ -133,7 +133,9 @@ def test_sapo_value_and_gradient(loss_type, taus):
         )[0],
         logp,
     )
-    rv, rg = value_and_grad(lambda x: aggregate(ref_sapo(x, old, adv, *taus), mask, loss_type), logp)
+    rv, rg = value_and_grad(
+        lambda x: aggregate(ref_sapo(x, old, adv, *taus), mask, loss_type), logp
+    )
     torch.testing.assert_close(v, rv, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(g, rg, rtol=1e-12, atol=1e-12)
     # The analytic gradient of -f(r) A w.r.t. logp is -A r f'(r), f'(r) = 4 s (1 - s).
@@ -171,9 +173,9 @@ def ref_gmpo(logp, old, adv, mask, eps_low, eps_high):
 def test_gmpo_value_and_gradient(eps):
     logp, old, adv, mask, _ = make(seed=3, spread=0.6)
     v, g = value_and_grad(
-        lambda x: policy_loss(
-            x, old, adv, mask, surrogate="gmpo", eps_low=eps[0], eps_high=eps[1]
-        )[0],
+        lambda x: policy_loss(x, old, adv, mask, surrogate="gmpo", eps_low=eps[0], eps_high=eps[1])[
+            0
+        ],
         logp,
     )
     rv, rg = value_and_grad(lambda x: ref_gmpo(x, old, adv, mask, *eps), logp)
@@ -191,9 +193,7 @@ def test_gmpo_value_and_gradient(eps):
 @pytest.mark.parametrize("surrogate", ["cispo", "sapo", "gmpo"])
 def test_on_policy_every_surrogate_has_ppos_gradient(surrogate):
     logp, _, adv, mask, _ = make(seed=4)
-    _, g = value_and_grad(
-        lambda x: policy_loss(x, None, adv, mask, surrogate=surrogate)[0], logp
-    )
+    _, g = value_and_grad(lambda x: policy_loss(x, None, adv, mask, surrogate=surrogate)[0], logp)
     m = mask.double()
     expected = -adv[:, None] * m / m.sum(-1, keepdim=True).clamp(min=1) / B
     torch.testing.assert_close(g, expected, rtol=1e-12, atol=1e-14)
@@ -268,7 +268,9 @@ def test_sapo_equals_verls():
 @pytest.mark.parametrize("per_token_adv", [False, True])
 def test_gmpo_equals_verls_geo_mean(per_token_adv):
     logp, old, adv, mask, _ = make(seed=7, per_token_adv=per_token_adv, spread=0.6)
-    rv, rg = run_verl("geo_mean", logp, old, adv, mask, "token-mean", verl_config(0.3, 0.4, "token-mean"))
+    rv, rg = run_verl(
+        "geo_mean", logp, old, adv, mask, "token-mean", verl_config(0.3, 0.4, "token-mean")
+    )
     v, g = value_and_grad(
         lambda x: policy_loss(x, old, adv, mask, surrogate="gmpo", eps_low=0.3, eps_high=0.4)[0],
         logp,

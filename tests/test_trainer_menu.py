@@ -58,7 +58,9 @@ def rows_logp_entropy(model, prompt_ids, completion_ids):
 def replay_loss(rows, old, adv, learns_row, *, top, coef, eps_low, eps_high):
     """CISPO per token, only the high-entropy tokens of the rows that learn, the grpo
     aggregation over every row, minus the entropy bonus over the tokens that learn."""
-    pool = np.concatenate([h.detach().numpy() for (lp, h), ok in zip(rows, learns_row) if ok])
+    pool = np.concatenate(
+        [h.detach().numpy() for (lp, h), ok in zip(rows, learns_row, strict=True) if ok]
+    )
     threshold = np.quantile(pool, 1 - top)
     per_seq, bonus, count = [], 0.0, 0
     for (lp, h), o, a, ok in zip(rows, old, adv, learns_row, strict=True):
@@ -123,7 +125,9 @@ def test_one_step_with_the_menu_matches_a_replay(make_config):
                 if p.grad is not None:
                     p -= lr * p.grad
     assert clipped > 0, "the second pass should clip some CISPO weights"
-    for (name, ours), theirs in zip(trainer.model.named_parameters(), model.parameters()):
+    for (name, ours), theirs in zip(
+        trainer.model.named_parameters(), model.parameters(), strict=True
+    ):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=2e-6, msg=name)
 
 
@@ -192,3 +196,35 @@ def test_unknown_surrogate_is_refused_by_the_parser(capsys):
     assert "surrogate must be one of ('ppo', 'cispo', 'sapo', 'gmpo'), got 'nope'" in (
         capsys.readouterr().err
     )
+
+
+def test_remax_baseline_is_the_greedy_completions_reward(make_config):
+    from grpo_fast.sampling import HFSampler, SamplingParams
+
+    trainer = Trainer(make_config(estimator="remax", seed=5))
+    start = copy.deepcopy(trainer.model)
+    trainer.step()
+    batch = trainer.last_batch
+    prompts = [trainer.train_rows[i]["prompt"] for i in batch.prompt_index]
+    # The greedy completion of each prompt under the weights that sampled the batch.
+    greedy = HFSampler(start, trainer.tokenizer).sample(
+        prompts, 1, SamplingParams(max_new_tokens=4, temperature=0.0)
+    )
+    baseline = np.repeat(sums_rewarded(prompts, greedy.texts), G)
+    rewards = sums_rewarded([p for p in prompts for _ in range(G)], batch.completions.texts)
+    np.testing.assert_array_equal(batch.advantages, rewards - baseline)
+    assert (batch.advantages != 0).any()
+
+
+def test_opo_baseline_weighs_the_group_by_completion_length(make_config):
+    trainer = Trainer(make_config(estimator="opo", seed=8, prompts_per_step=6))
+    trainer.step()
+    batch = trainer.last_batch
+    r = batch.rewards.reshape(-1, G).astype(np.float64)
+    lengths = np.array([len(c) for c in batch.completions.completion_ids], float).reshape(-1, G)
+    signal = r.max(1) > r.min(1)
+    want = np.where(
+        signal[:, None], r - (lengths * r).sum(1, keepdims=True) / lengths.sum(1, keepdims=True), 0
+    )
+    assert (signal & (lengths.min(1) < lengths.max(1))).any(), "no group where length matters"
+    np.testing.assert_allclose(batch.advantages, want.ravel(), rtol=1e-6, atol=1e-7)

@@ -113,7 +113,11 @@ class TrainerConfig:
     top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)"))
     # Advantages.
     estimator: Literal[ESTIMATORS] = field(  # type: ignore[valid-type]
-        default="grpo", metadata=_doc("advantage estimator (grpo_fast.compute_advantages)")
+        default="grpo",
+        metadata=_doc(
+            "advantage estimator (grpo_fast.compute_advantages; remax also samples one greedy "
+            "completion per prompt, its baseline)"
+        ),
     )
     scale: Literal[SCALES] = field(  # type: ignore[valid-type]
         default="group", metadata=_doc("advantage std scaling")
@@ -506,6 +510,7 @@ class Trainer:
             rows = [self.train_rows[i] for i in idx for _ in range(G)]
             t0 = time.perf_counter()
             comp = self.sampler.sample([self.train_rows[i]["prompt"] for i in idx], G, self.params)
+            inputs = self._estimator_inputs(idx, comp)
             t1 = time.perf_counter()
             scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
             total = dist.gather(scores.total)
@@ -514,6 +519,7 @@ class Trainer:
                 np.repeat(np.arange(P * dist.world), G),
                 estimator=cfg.estimator,
                 scale=cfg.scale,
+                **inputs,
             )
             stats["time_sampling"] += t1 - t0
             stats["time_verify"] += time.perf_counter() - t1
@@ -540,6 +546,23 @@ class Trainer:
         stats["sampling_rounds"] = r + 1
         stats["groups_trained"] = len(batch.prompt_index)
         return batch, stats
+
+    def _estimator_inputs(self, idx: np.ndarray, comp: Any) -> dict[str, np.ndarray]:
+        """What ``remax`` and ``opo`` need besides the rewards, gathered from every rank:
+        the total reward of each prompt's greedy completion (ReMax's baseline, sampled
+        here), or the completions' token lengths."""
+        cfg = self.config
+        if cfg.estimator == "opo":
+            lengths = np.array([len(c) for c in comp.completion_ids], np.float64)
+            return {"lengths": self.dist.gather(lengths)}
+        if cfg.estimator != "remax":
+            return {}
+        rows = [self.train_rows[i] for i in idx]
+        greedy = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=0.0)
+        best = self.sampler.sample([r["prompt"] for r in rows], 1, greedy)
+        reward = self.rewards.score(best.texts, rows, completion_ids=best.completion_ids).total
+        baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
+        return {"baselines": self.dist.gather(baselines)}
 
     def logprobs(self, model: Any, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
         """Token log-probs and entropies ``[rows, Tc]`` of a packed batch under ``model``."""
