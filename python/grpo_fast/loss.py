@@ -142,8 +142,9 @@ def policy_loss(
         Only the tokens whose entropy is in the top ``top_entropy_quantile``
         share of the batch's tokens get a policy-gradient term (Wang et al.
         2025, "Beyond the 80/20 rule"; TRL's option of the same name, one
-        threshold over all tokens of ``mask``); the KL term and the
-        denominators keep every token. 1 keeps all.
+        threshold over all tokens of ``mask`` in this call: the trainer's
+        micro-batch, per rank, where TRL gathers the ranks' tokens first);
+        the KL term and the denominators keep every token. 1 keeps all.
 
     Returns
     -------
