@@ -59,7 +59,13 @@ CONFIGS: dict[str, list[str]] = {
     "cispo": ["--surrogate", "cispo", "--eps-low", "1.0", "--eps-high", "4.0"],
     "top_entropy_0.2": ["--top-entropy-quantile", "0.2"],
     "kl_0.04": ["--beta", "0.04"],
+    # The curriculum weighs prompts by their tracked solve rate, which needs prompts seen
+    # before: on the demo's 9,500 prompts a short run draws almost only new ones. Here the
+    # first 400 (each drawn ~3 times in 150 steps), without and with it.
+    "400_prompts": ["--train-file", "{subset}"],
+    "400_prompts+curriculum": ["--train-file", "{subset}", "--curriculum"],
 }
+SUBSET = 400
 
 
 class UsageError(Exception):
@@ -68,7 +74,9 @@ class UsageError(Exception):
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--steps", type=int, default=200, help="training steps per run")
+    p.add_argument(
+        "--steps", type=int, help="training steps per run (200; --report: those of the runs)"
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--eval-every", type=int, default=25, help="held-out evaluation every N steps")
     p.add_argument("--eval-size", type=int, default=500, help="held-out prompts per evaluation")
@@ -86,6 +94,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if "default" not in names:
         names = ["default", *names]  # the reference of every comparison
     args.names = names
+    if args.steps is None:
+        args.steps = 200
+        config = run_dir(args.out, "default", args.seeds[0]) / "config.json"
+        if args.report and config.is_file():
+            args.steps = json.loads(config.read_text())["max_steps"]
     for name in ("steps", "eval_every", "eval_size", "jobs"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -161,8 +174,19 @@ def command(args: argparse.Namespace, name: str, seed: int) -> list[str]:
         "1",
         "--output-dir",
         str(run_dir(args.out, name, seed)),
-        *CONFIGS[name],
+        *(flag.format(subset=subset(args.out)) for flag in CONFIGS[name]),
     ]
+
+
+def subset(out: Path) -> Path:
+    """The first ``SUBSET`` training prompts of the demo, written once into ``out``."""
+    from grpo_fast.data import DATA_DIR
+
+    path = out / f"train_{SUBSET}.jsonl"
+    if not path.is_file():
+        lines = (DATA_DIR / "addition_train.jsonl").read_text().splitlines(keepends=True)
+        path.write_text("".join(lines[:SUBSET]))
+    return path
 
 
 class LoadSampler(threading.Thread):
@@ -196,6 +220,7 @@ def train_all(args: argparse.Namespace) -> dict:
     load.start()
     running: dict[int, tuple[subprocess.Popen, str, int, float]] = {}
     failed: list[str] = []
+    done: list[tuple[str, int]] = []
     start = time.time()
     try:
         while todo or running:
@@ -221,6 +246,7 @@ def train_all(args: argparse.Namespace) -> dict:
                 failed.append(f"{name} seed {seed} (exit {proc.returncode}, see {path}/train.log)")
                 continue
             cpu = {"cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": time.time() - t0}
+            done.append((name, seed))
             (path / "cpu.json").write_text(json.dumps(cpu) + "\n")
             print(
                 f"[{time.time() - start:6.0f}s] done  {name} seed {seed}: "
@@ -238,7 +264,8 @@ def train_all(args: argparse.Namespace) -> dict:
     if failed:
         raise RuntimeError("runs failed: " + "; ".join(failed))
     samples = load.samples or [os.getloadavg()[0]]
-    info = {
+    session = {
+        "runs": len(done),
         "load_mean": statistics.fmean(samples),
         "load_min": min(samples),
         "load_max": max(samples),
@@ -246,8 +273,10 @@ def train_all(args: argparse.Namespace) -> dict:
         "jobs": args.jobs,
         "wall_s": time.time() - start,
     }
-    (args.out / "load.json").write_text(json.dumps(info) + "\n")
-    return info
+    if done:  # one record per session that trained, so an interrupted ablation adds up
+        with open(args.out / "load.jsonl", "a") as f:
+            f.write(json.dumps(session) + "\n")
+    return session
 
 
 def curve(records: list[dict]) -> dict[int, float]:
@@ -290,7 +319,8 @@ def summarise(args: argparse.Namespace) -> dict:
         rows.append(
             {
                 "name": name,
-                "flags": " ".join(CONFIGS[name]) or "(none)",
+                "flags": " ".join(CONFIGS[name]).replace("{subset}", f"<first {SUBSET}>")
+                or "(none)",
                 "final_mean": statistics.fmean(finals),
                 "final_std": statistics.stdev(finals) if len(finals) > 1 else 0.0,
                 "finals": finals,
@@ -304,8 +334,22 @@ def summarise(args: argparse.Namespace) -> dict:
                 ],
             }
         )
-    load_file = args.out / "load.json"
-    load = json.loads(load_file.read_text()) if load_file.is_file() else None
+    load_file = args.out / "load.jsonl"
+    sessions = (
+        [json.loads(x) for x in load_file.read_text().splitlines()] if load_file.is_file() else []
+    )
+    load = None
+    if sessions:
+        wall = sum(x["wall_s"] for x in sessions)
+        load = {
+            "load_mean": sum(x["load_mean"] * x["wall_s"] for x in sessions) / wall,
+            "load_min": min(x["load_min"] for x in sessions),
+            "load_max": max(x["load_max"] for x in sessions),
+            "cpus": sessions[-1]["cpus"],
+            "jobs": max(x["jobs"] for x in sessions),
+            "wall_s": wall,
+            "sessions": len(sessions),
+        }
     return {
         "steps": args.steps,
         "seeds": args.seeds,
@@ -334,13 +378,15 @@ def table(summary: dict) -> str:
     note = (
         f"{summary['steps']} steps, seeds {summary['seeds']}, greedy accuracy on "
         f"{summary['eval_size']} held-out sums "
-        f"(mean ± sample std over seeds); default's final: {100 * summary['default_final']:.1f}%."
+        f"(mean ± sample std over seeds); default's final: {100 * summary['default_final']:.1f}%. "
+        "Groups with signal: the share of each step's freshly sampled groups whose rewards are "
+        "not all equal (dynamic sampling then trains on those only)."
     )
     if load:
         note += (
             f" Load average {load['load_mean']:.1f} (min {load['load_min']:.1f}, max "
             f"{load['load_max']:.1f}) on {load['cpus']} CPUs, {load['jobs']} runs at once, "
-            f"{load['wall_s'] / 60:.0f} min in all."
+            f"{load['wall_s'] / 60:.0f} min of training in all ({load['sessions']} session(s))."
         )
     return "\n".join(lines) + "\n\n" + note + "\n"
 
@@ -355,7 +401,12 @@ def figure(summary: dict, path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     colors = plt.get_cmap("tab10").colors
     for i, r in enumerate(summary["rows"]):
-        style = dict(color=colors[i % 10], lw=2.4 if r["name"] == "default" else 1.3)
+        style = dict(
+            color=colors[i % 10],
+            lw=2.4 if r["name"] == "default" else 1.3,
+            ls="--" if i >= 10 else "-",
+            zorder=3 if r["name"] == "default" else 2,  # on top of the runs equal to it
+        )
         left.plot(
             summary["eval_steps"], [100 * a for a in r["mean_curve"]], label=r["name"], **style
         )
@@ -372,7 +423,7 @@ def figure(summary: dict, path: Path) -> None:
         ax.grid(alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
