@@ -55,6 +55,8 @@ def compute_advantages(
     eps: float,
     unbiased: bool,
     success_threshold: float,
+    baselines: npt.NDArray[np.float64] | None = None,
+    lengths: npt.NDArray[np.float64] | None = None,
 ) -> AdvantageResult: ...
 
 @final

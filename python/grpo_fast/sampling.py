@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.modeling import decoder_of, prefill_groups
 
-__all__ = ["Completions", "HFSampler", "Sampler", "SamplingParams", "VLLMSampler"]
+__all__ = ["Completions", "HFSampler", "Sampler", "SamplingParams", "VLLMSampler", "truncated"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,33 @@ class Completions:
             lps,
             n,
         )
+
+
+def truncated(
+    completions: Completions, eos_token_id: int | Sequence[int] | None, max_new_tokens: int
+) -> np.ndarray:
+    """Which completions hit the length limit without an EOS token (bool ``[N]``).
+
+    DAPO's overlong filtering gives them no loss (``mask_truncated_completions``):
+    the answer was cut off, not judged wrong.
+
+    Examples
+    --------
+    >>> c = Completions(["a", "b", "c"], [[1]] * 3, [[5, 6, 2], [5, 6, 7], [5]], None, 3)
+    >>> truncated(c, eos_token_id=2, max_new_tokens=3).tolist()
+    [False, True, False]
+    """
+    if eos_token_id is None:
+        eos: set[int] = set()
+    elif isinstance(eos_token_id, int):
+        eos = {eos_token_id}
+    else:
+        eos = set(eos_token_id)
+    cut = [
+        len(ids) >= max(max_new_tokens, 1) and ids[-1] not in eos
+        for ids in completions.completion_ids
+    ]
+    return np.array(cut, dtype=bool)
 
 
 @runtime_checkable

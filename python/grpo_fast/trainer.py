@@ -46,7 +46,7 @@ from grpo_fast.defaults import by_model, is_demo_model, resolve
 from grpo_fast.distributed import Distributed
 from grpo_fast.errors import InvalidInputError, TrainingInterrupted
 from grpo_fast.interrupt import StopRequest
-from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
+from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, SURROGATES, policy_loss
 from grpo_fast.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
 from grpo_fast.modeling import (
     DTYPES,
@@ -62,7 +62,7 @@ from grpo_fast.modeling import (
     reference_model,
 )
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
-from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
+from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler, truncated
 from grpo_fast.tracking import NoSignalWatch, Tracker, parse_report_to, read_metrics, say
 
 __all__ = [
@@ -184,7 +184,11 @@ class TrainerConfig:
     top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)"))
     # Advantages.
     estimator: Literal[ESTIMATORS] = field(  # type: ignore[valid-type]
-        default="grpo", metadata=_doc("advantage estimator (grpo_fast.compute_advantages)")
+        default="grpo",
+        metadata=_doc(
+            "advantage estimator (grpo_fast.compute_advantages; remax also samples one greedy "
+            "completion per prompt, its baseline)"
+        ),
     )
     scale: Literal[SCALES] = field(  # type: ignore[valid-type]
         default="group", metadata=_doc("advantage std scaling")
@@ -200,6 +204,26 @@ class TrainerConfig:
     )
     kl: Literal[KL_ESTIMATORS] = field(  # type: ignore[valid-type]
         default="k3", metadata=_doc("KL estimator")
+    )
+    surrogate: Literal[SURROGATES] = field(  # type: ignore[valid-type]
+        default="ppo",
+        metadata=_doc(
+            "per-token objective: ppo (clipped ratio), cispo (clipped detached weight x logp), "
+            "sapo (sigmoid gate), gmpo (geometric mean of the token ratios)"
+        ),
+    )
+    sapo_tau_pos: float = field(default=1.0, metadata=_doc("SAPO gate temperature where A > 0"))
+    sapo_tau_neg: float = field(default=1.05, metadata=_doc("SAPO gate temperature where A <= 0"))
+    entropy_coef: float = field(
+        default=0.0, metadata=_doc("entropy bonus weight (mean entropy of the tokens that learn)")
+    )
+    top_entropy_quantile: float = field(
+        default=1.0,
+        metadata=_doc("share of the batch's tokens, highest entropy first, that learn (1 = all)"),
+    )
+    mask_truncated_completions: bool = field(
+        default=False,
+        metadata=_doc("completions that hit max_new_tokens without EOS get no loss (DAPO)"),
     )
     share_prompt_prefix: bool = field(
         default=True,
@@ -338,6 +362,20 @@ class TrainerConfig:
         need(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
         need(self.beta >= 0, f"beta must be >= 0, got {self.beta}")
         need(self.eps_low >= 0 and self.eps_high >= 0, "eps_low and eps_high must be >= 0")
+        need(
+            self.eps_low < 1 or self.surrogate in ("cispo", "gmpo"),
+            f"eps_low must be < 1 with surrogate={self.surrogate!r}, got {self.eps_low}",
+        )
+        need(
+            0 <= self.top_entropy_quantile <= 1,
+            f"top_entropy_quantile must be in [0, 1], got {self.top_entropy_quantile}",
+        )
+        need(np.isfinite(self.entropy_coef), f"entropy_coef must be finite: {self.entropy_coef}")
+        need(
+            self.sapo_tau_pos > 0 and self.sapo_tau_neg > 0,
+            f"sapo_tau_pos and sapo_tau_neg must be > 0, got {self.sapo_tau_pos}, "
+            f"{self.sapo_tau_neg}",
+        )
         need(
             self.sampler_threshold > 1,
             f"sampler_threshold must be > 1 (TIS cap, MIS band [1/C, C]), "
@@ -659,6 +697,7 @@ class Trainer:
             t0 = time.perf_counter()
             with self.precision.autocast():
                 comp = self.sampler.sample([self.train_prompts[i] for i in idx], G, self.params)
+            inputs = self._estimator_inputs(idx, comp)
             t1 = time.perf_counter()
             scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
             total = dist.gather(scores.total)
@@ -667,6 +706,7 @@ class Trainer:
                 np.repeat(np.arange(P * dist.world), G),
                 estimator=cfg.estimator,
                 scale=cfg.scale,
+                **inputs,
             )
             stats["time_sampling"] += t1 - t0
             stats["time_verify"] += time.perf_counter() - t1
@@ -694,6 +734,24 @@ class Trainer:
         stats["groups_trained"] = len(batch.prompt_index)
         return batch, stats
 
+    def _estimator_inputs(self, idx: np.ndarray, comp: Any) -> dict[str, np.ndarray]:
+        """What ``remax`` and ``opo`` need besides the rewards, gathered from every rank:
+        the total reward of each prompt's greedy completion (ReMax's baseline, sampled
+        here), or the completions' token lengths."""
+        cfg = self.config
+        if cfg.estimator == "opo":
+            lengths = np.array([len(c) for c in comp.completion_ids], np.float64)
+            return {"lengths": self.dist.gather(lengths)}
+        if cfg.estimator != "remax":
+            return {}
+        rows = [self.train_rows[i] for i in idx]
+        greedy = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=0.0)
+        with self.precision.autocast():
+            best = self.sampler.sample([self.train_prompts[i] for i in idx], 1, greedy)
+        reward = self.rewards.score(best.texts, rows, completion_ids=best.completion_ids).total
+        baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
+        return {"baselines": self.dist.gather(baselines)}
+
     def logprobs(self, model: Any, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
         """Token log-probs and entropies ``[rows, Tc]`` of a packed batch under ``model``."""
         with self.precision.autocast():
@@ -719,6 +777,11 @@ class Trainer:
         )
         adv = torch.from_numpy(batch.advantages.astype(np.float32)).to(self.device)
         sampler_logp = self._sampler_logp(batch, packed)
+        cut = truncated(batch.completions, self.tokenizer.eos_token_id, cfg.max_new_tokens)
+        # DAPO's overlong filtering: a cut-off answer is neither right nor wrong; no loss.
+        loss_mask = packed.completion_mask
+        if cfg.mask_truncated_completions:
+            loss_mask = loss_mask & ~torch.from_numpy(cut).to(self.device)[:, None]
         with torch.no_grad():
             old_logp = self.logprobs(self.model, packed)[0] if cfg.num_iterations > 1 else None
             ref_logp = None if self.ref_model is None else self.logprobs(self.ref_model, packed)[0]
@@ -736,7 +799,7 @@ class Trainer:
                     logp,
                     logp.detach() if old_logp is None else old_logp[rows],
                     adv[rows],
-                    part.completion_mask,
+                    loss_mask[rows],
                     ref_logp=None if ref_logp is None else ref_logp[rows],
                     beta=cfg.beta,
                     kl=cfg.kl,
@@ -744,11 +807,16 @@ class Trainer:
                     eps_high=cfg.eps_high,
                     loss_type=cfg.loss_type,
                     max_completion_length=cfg.max_new_tokens,
-                    entropy=entropy.detach(),
+                    entropy=entropy if cfg.entropy_coef else entropy.detach(),
                     sampler_logp=None if sampler_logp is None else sampler_logp[rows],
                     sampler_correction=cfg.sampler_correction,
                     sampler_level=cfg.sampler_level,
                     sampler_threshold=cfg.sampler_threshold,
+                    surrogate=cfg.surrogate,
+                    sapo_tau_pos=cfg.sapo_tau_pos,
+                    sapo_tau_neg=cfg.sapo_tau_neg,
+                    entropy_coef=cfg.entropy_coef,
+                    top_entropy_quantile=cfg.top_entropy_quantile,
                 )
                 # Row-weighted: the accumulated gradient is the full batch's (per-sequence mean).
                 self.precision.backward(loss * (logp.shape[0] / n))
@@ -772,6 +840,7 @@ class Trainer:
         out = {k: v if k.endswith(_EXTREMES) else v / count for k, v in sums.items()}
         out["kl"] = out.pop("kl_mean", None)
         out["entropy"] = out.pop("entropy_mean", None)
+        out["truncated_frac"] = float(cut.mean())
         return out
 
     def _sampler_logp(self, batch: Batch, packed: Packed) -> torch.Tensor | None:

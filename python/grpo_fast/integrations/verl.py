@@ -4,8 +4,9 @@ Advantage estimators
 --------------------
 ``compute_grpo_outcome_advantage``, ``compute_grpo_vectorized_outcome_advantage``,
 ``compute_rloo_outcome_advantage``, ``compute_rloo_vectorized_outcome_advantage``,
-``compute_reinforce_plus_plus_baseline_outcome_advantage`` and
-``compute_grpo_passk_outcome_advantage`` take verl's arguments
+``compute_reinforce_plus_plus_baseline_outcome_advantage``,
+``compute_grpo_passk_outcome_advantage``, ``compute_remax_outcome_advantage``,
+``compute_opo_outcome_advantage`` and ``compute_gpg_outcome_advantage`` take verl's arguments
 (``token_level_rewards [bs, T]``, ``response_mask [bs, T]``, ``index`` — verl's
 uuid strings as a numpy object array — ``epsilon``, ``config``) and return
 verl's ``(advantages, returns)`` pair of ``[bs, T]`` tensors, with verl's
@@ -22,6 +23,15 @@ conventions (see ``verl/trainer/ppo/core_algos.py``):
   ``rsqrt(var + 1e-8)``).
 - ``grpo_passk``: every group needs two responses (ValueError otherwise);
   ``norm_adv_by_std_in_grpo`` is read from ``config``.
+- ``remax``: ``score - reward_baselines`` (the greedy response's score),
+  spread over the tokens as verl's per-token returns (the reversed cumulative
+  sum of the token rewards) minus the baseline; ``returns`` are those returns.
+- ``opo``: ``score - sum_g(len * score) / sum_g(len)``, ``len`` the response
+  length; a singleton keeps its raw score.
+- ``gpg``: ``(score - mean_g) * alpha / f_norm`` with verl's ``alpha = bs /
+  (number of non-zero scores)``; a singleton gets ``alpha * score / f_norm``.
+  grpo-fast's own ``gpg`` uses the paper's ``alpha = B / (B - M)`` (``M``
+  rollouts in groups without signal) instead.
 
 The group statistics come from grpo-fast's Rust core (:func:`grpo_fast.compute_advantages`);
 this module only adapts conventions and spreads the result over the tokens.
@@ -36,7 +46,8 @@ every such entry point in ``import verl``, so in the driver that runs
 ``compute_advantage`` and in every Ray worker) imports this module, which
 registers the estimators in verl's registry as ``grpo_fast_grpo``,
 ``grpo_fast_grpo_vectorized``, ``grpo_fast_rloo``, ``grpo_fast_rloo_vectorized``,
-``grpo_fast_reinforce_plus_plus_baseline`` and ``grpo_fast_grpo_passk``
+``grpo_fast_reinforce_plus_plus_baseline``, ``grpo_fast_grpo_passk``,
+``grpo_fast_remax``, ``grpo_fast_opo`` and ``grpo_fast_gpg``
 (``algorithm.adv_estimator=grpo_fast_grpo``), and the reward manager
 :data:`GrpoFastRewardManager` in verl's reward-loop registry as ``grpo_fast``
 (``reward.reward_manager.name=grpo_fast``), and the policy losses of
@@ -49,7 +60,9 @@ verl's trainer hands a registered estimator only ``token_level_rewards``,
 ``response_mask``, ``index`` and ``config``: ``grpo_fast_grpo`` reads
 ``norm_adv_by_std_in_grpo`` from ``config`` (as verl's trainer does for
 ``grpo``), ``grpo_fast_grpo_vectorized`` does not (verl's ``grpo_vectorized``
-always divides by the std under the trainer).
+always divides by the std under the trainer). verl's trainer generates the
+greedy responses ReMax needs (``reward_baselines``) only when
+``adv_estimator=remax``: ``grpo_fast_remax`` says so when they are missing.
 
 Reward functions
 ----------------
@@ -88,8 +101,11 @@ __all__ = [
     "GrpoFastRewardManager",
     "compute_grpo_outcome_advantage",
     "compute_grpo_passk_outcome_advantage",
+    "compute_gpg_outcome_advantage",
     "compute_grpo_vectorized_outcome_advantage",
+    "compute_opo_outcome_advantage",
     "compute_reinforce_plus_plus_baseline_outcome_advantage",
+    "compute_remax_outcome_advantage",
     "compute_rloo_outcome_advantage",
     "compute_rloo_vectorized_outcome_advantage",
     "compute_score",
@@ -131,14 +147,14 @@ def _spread(adv: np.ndarray, scores: Any, response_mask: Any) -> tuple[Any, Any]
 
 
 def _group_centred(
-    scores: Any, index: Any, *, scale: str, epsilon: float, estimator: str = "grpo"
+    scores: Any, index: Any, *, scale: str, epsilon: float, estimator: str = "grpo", **inputs: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Core advantages, the scores as float64 numpy, and each response's group size."""
     import torch
 
     s = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
     s = s.cpu().numpy()
-    out = compute_advantages(s, index, estimator=estimator, scale=scale, eps=epsilon)
+    out = compute_advantages(s, index, estimator=estimator, scale=scale, eps=epsilon, **inputs)
     size = out.size[out.group_index]
     return out.advantages.astype(np.float64), s.astype(np.float64), size
 
@@ -296,6 +312,102 @@ def compute_grpo_passk_outcome_advantage(
             f"(index {index[i]!r}) has {int(size[i])}"
         )
     return _spread(adv, scores, response_mask)
+
+
+def compute_remax_outcome_advantage(
+    token_level_rewards: Any,
+    reward_baselines: Any = None,
+    response_mask: Any = None,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """ReMax, as verl's ``compute_remax_outcome_advantage``.
+
+    ``score - reward_baselines`` (the greedy response's score, one per
+    response), from grpo-fast's ``remax``; on the tokens, verl's per-token
+    returns (reversed cumulative sum of the token rewards, the score itself on
+    every token up to an outcome reward) minus the baseline. Returns
+    ``(advantages, returns)``.
+    """
+    import torch
+
+    if response_mask is None:
+        raise InvalidInputError("remax needs response_mask")
+    scores = _scores(token_level_rewards, response_mask)
+    if reward_baselines is None:
+        raise InvalidInputError(
+            "remax needs reward_baselines, the score of each prompt's greedy response (verl's "
+            "trainer generates them only with algorithm.adv_estimator=remax)"
+        )
+    b = torch.as_tensor(reward_baselines).detach().reshape(-1).cpu().double().numpy()
+    if len(b) != scores.shape[0]:
+        raise InvalidInputError(
+            f"reward_baselines has {len(b)} entries but there are {scores.shape[0]} responses"
+        )
+    index = np.arange(scores.shape[0])  # the baseline is per response: no groups needed
+    adv, _, _ = _group_centred(
+        scores, index, scale="none", epsilon=0.0, estimator="remax", baselines=b
+    )
+    mask = response_mask.to(scores.dtype)
+    with torch.no_grad():
+        returns = (token_level_rewards.detach() * mask).flip(-1).cumsum(-1).flip(-1)
+    # returns - b = (score - b) + (returns - score): the core's advantage, plus what the
+    # per-token returns add beyond the outcome score (0 when the reward is an outcome).
+    a = torch.from_numpy(adv).to(device=scores.device, dtype=scores.dtype)
+    out = (a.unsqueeze(-1) + returns - scores.unsqueeze(-1)) * mask
+    return out, returns
+
+
+def compute_opo_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """OPO, as verl's ``compute_opo_outcome_advantage``.
+
+    ``score - sum_g(len * score) / sum_g(len)`` with ``len`` the number of
+    response tokens (grpo-fast's ``opo``); a singleton keeps its raw score, as
+    verl's does.
+    """
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    lengths = response_mask.detach().sum(-1).cpu().double().numpy()
+    adv, s, size = _group_centred(
+        scores, index, scale="none", epsilon=epsilon, estimator="opo", lengths=lengths
+    )
+    single = (size == 1) & ~np.isnan(s)
+    adv[single] = s[single]
+    return _spread(adv, scores, response_mask)
+
+
+def compute_gpg_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    f_norm: float = 1.0,
+    alpha: float = 1.0,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """GPG, as verl's ``compute_gpg_outcome_advantage``.
+
+    ``(score - mean_g) * alpha / f_norm`` with verl's ``alpha = bs / (number of
+    non-zero scores)`` (the ``alpha`` argument is ignored, as verl ignores it);
+    a singleton gets ``alpha * score / f_norm``. The centring is grpo-fast's;
+    its own ``gpg`` estimator scales by the paper's ``B / (B - M)`` instead.
+    """
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon)
+    single = (size == 1) & ~np.isnan(s)
+    adv[single] = s[single]
+    scorable = ~np.isnan(s)
+    alpha = scorable.sum() / max(int(np.count_nonzero(s[scorable])), 1)
+    return _spread(adv * (alpha / f_norm), scores, response_mask)
 
 
 def _golds(ground_truths: Sequence[Any]) -> tuple[list[str | None], list[int]]:
@@ -682,6 +794,9 @@ REGISTERED_NAMES = {
     "grpo_fast_rloo_vectorized": compute_rloo_vectorized_outcome_advantage,
     "grpo_fast_reinforce_plus_plus_baseline": _rfpp,
     "grpo_fast_grpo_passk": compute_grpo_passk_outcome_advantage,
+    "grpo_fast_remax": compute_remax_outcome_advantage,
+    "grpo_fast_opo": compute_opo_outcome_advantage,
+    "grpo_fast_gpg": compute_gpg_outcome_advantage,
 }
 
 
