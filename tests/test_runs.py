@@ -224,6 +224,28 @@ def test_ctrl_c_in_python_finishes_the_step_and_resumes_exactly(tmp_path, capsys
     assert a == b
 
 
+def test_ctrl_c_between_steps_names_the_step_just_done(tmp_path, capsys, monkeypatch):
+    """A signal during step 2's evaluation (after the step) stops at step 2: the message
+    must not promise a step 3 that never runs."""
+    out = tmp_path / "run"
+    cfg = TrainerConfig(output_dir=str(out), **dict(QUICK, max_steps=5, eval_every=2))
+    trainer = Trainer(cfg)
+    evaluate = trainer.evaluate
+
+    def evaluate_then_ctrl_c():
+        result = evaluate()
+        if trainer.step_count == 2:
+            signal.raise_signal(signal.SIGINT)
+        return result
+
+    monkeypatch.setattr(trainer, "evaluate", evaluate_then_ctrl_c)
+    with pytest.raises(TrainingInterrupted) as info:
+        trainer.train()
+    assert info.value.step == 2
+    assert "SIGINT: finishing step 2 and writing a checkpoint" in capsys.readouterr().err
+    assert _steps(out) == [0, 1, 2]
+
+
 def test_a_second_ctrl_c_while_checkpointing_stops_at_once_and_leaves_no_bad_checkpoint(
     tmp_path, capsys, monkeypatch
 ):

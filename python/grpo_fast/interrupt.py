@@ -35,14 +35,17 @@ class StopRequest:
     Parameters
     ----------
     step : callable
-        Returns the step in progress, for the messages.
+        Returns the step a first signal lets finish, for the messages.
+    done : callable, optional
+        Returns the last finished step, for a second signal (default: ``step() - 1``).
     quiet : bool
         Print nothing (ranks other than the main one).
     """
 
-    def __init__(self, step: Any = lambda: 0, *, quiet: bool = False) -> None:
+    def __init__(self, step: Any = lambda: 0, *, done: Any = None, quiet: bool = False) -> None:
         self.signal: int | None = None
         self._step = step
+        self._done = done if done is not None else (lambda: step() - 1)
         self._quiet = quiet
         self._previous: dict[int, Any] = {}
 
@@ -72,7 +75,7 @@ class StopRequest:
         if self.signal is not None:
             # Asked twice: stop now, as an unhandled Ctrl-C would.
             self._restore()
-            raise TrainingInterrupted(self._step() - 1, signum)
+            raise TrainingInterrupted(self._done(), signum)
         self.signal = signum
         if not self._quiet:
             say(

@@ -629,6 +629,7 @@ class Trainer:
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.prompts = build_prompt_order(cfg, len(self.train_rows))
         self.step_count = 0
+        self._in_step = False
         self.last_batch: Batch | None = None
 
         self._saved_step: int | None = None
@@ -893,7 +894,13 @@ class Trainer:
         """Signals caught, transformers' own bars off (shard writing would break through
         the training bar), trackers started (one that cannot start fails before any
         work); all undone afterwards."""
-        with StopRequest(lambda: self.step_count + 1, quiet=not self.is_main) as stop:
+
+        # The step a signal lets finish: the one running, or the one just done (its
+        # evaluation and logging) between steps.
+        def finishing() -> int:
+            return self.step_count + int(self._in_step)
+
+        with StopRequest(finishing, done=lambda: self.step_count, quiet=not self.is_main) as stop:
             bars = transformers.utils.logging.is_progress_bar_enabled()
             transformers.utils.logging.disable_progress_bar()
             try:
@@ -926,7 +933,11 @@ class Trainer:
             if self.dist.all_min(int(stop.signal is None)) == 0:  # a signal on any rank
                 bar.close()
                 raise self._interrupted(stop.signal)
-            record = self.step()
+            self._in_step = True
+            try:
+                record = self.step()
+            finally:
+                self._in_step = False
             last = self.step_count == cfg.max_steps
             if self.is_main and (
                 last or (cfg.eval_every and self.step_count % cfg.eval_every == 0)
