@@ -946,7 +946,7 @@ class Trainer:
             history.append(self._log(record))
             bar.update(1)
             post = {"reward": f"{record['reward_mean']:.2f}"}
-            if "eval_accuracy" in record:
+            if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
                 post["eval"] = f"{record['eval_accuracy']:.3f}"
             bar.set_postfix(post)
             warning = no_signal.update(
