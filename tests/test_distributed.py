@@ -59,7 +59,18 @@ def _local_numel(model) -> int:
     return sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
 
 
-def _one_step(out: str, parallel: str, lora: bool) -> dict:
+#: One step's options: full weights (micro-batches, a frozen reference copy), LoRA (the
+#: reference: adapters off), LoRA with a real run's bf16 autocast and checkpointing.
+CASES = {
+    "full": dict(grad_accum_steps=2, beta=0.05),
+    "lora": dict(lora_r=4, beta=0.1),
+    "lora_bf16": dict(
+        lora_r=4, lora_target_modules=("all-linear",), dtype="bf16", gradient_checkpointing=True
+    ),
+}
+
+
+def _one_step(out: str, parallel: str, options: dict) -> dict:
     cfg = TrainerConfig(
         output_dir=out,
         max_steps=1,
@@ -75,7 +86,7 @@ def _one_step(out: str, parallel: str, lora: bool) -> dict:
         seed=11,
         device="cpu",
         parallel=parallel,
-        **(dict(lora_r=4, beta=0.1) if lora else {}),
+        **options,
     )
     trainer = Trainer(cfg, eval_rows=[EVAL_ROW])
     start = {k: _whole(v) for k, v in trainer.model.state_dict().items()}
@@ -110,10 +121,7 @@ def _worker(rank: int, world: int, port: int, out: str, parallel: str) -> None:
         MASTER_PORT=str(port),
     )
     torch.set_num_threads(1)
-    result = {
-        "full": _one_step(os.path.join(out, "full"), parallel, lora=False),
-        "lora": _one_step(os.path.join(out, "lora"), parallel, lora=True),
-    }
+    result = {name: _one_step(os.path.join(out, name), parallel, o) for name, o in CASES.items()}
     if parallel == "fsdp":  # whole weights cannot become shards: a message, on every rank
         plain = os.path.join(out, "plain", "checkpoints", "step-0000001")
         try:
@@ -154,8 +162,8 @@ def _reference_step(model, r0: dict, r1: dict, beta: float = 0.0) -> tuple[dict,
 
     pids, cids = r0["prompt_ids"] + r1["prompt_ids"], r0["completion_ids"] + r1["completion_ids"]
     logp = reference_logp(model, pids, cids)
-    ref = logp
-    if beta > 0:
+    ref = [x.detach() for x in logp]  # the starting weights: the reference copy
+    if hasattr(model, "disable_adapter"):  # LoRA: the base, adapters off
         with torch.no_grad(), model.disable_adapter():
             ref = reference_logp(model, pids, cids)
     loss = reference_loss(logp, [x.detach() for x in logp], ref, adv, beta=beta)
@@ -176,7 +184,7 @@ def test_full_fine_tuning_matches_one_process_on_the_union(two_ranks):
         torch.testing.assert_close(r0["weights"][k], r1["weights"][k], rtol=0, atol=0)
 
     model = load_model(DEMO)
-    want, norm = _reference_step(model, r0, r1)
+    want, norm = _reference_step(model, r0, r1, beta=0.05)
     moved = 0.0
     for name, w in want.items():
         torch.testing.assert_close(r0["weights"][name], w, rtol=1e-4, atol=1e-6, msg=name)
@@ -477,3 +485,52 @@ def test_a_sharded_run_names_a_checkpoint_of_whole_weights(two_ranks):
     _, ranks = two_ranks
     for r in ranks:
         assert "holds whole weights (a run without --parallel fsdp)" in (r["refused"] or "")
+
+
+@pytest.mark.slow
+def test_lora_with_a_real_runs_bf16_and_checkpointing_trains_the_same_adapters(two_ranks):
+    """bf16 autocast over a bf16 base with fp32 adapters, gradient checkpointing (FSDP2
+    recomputes inside its gathered layers): both ranks end equal, only adapters move."""
+    _, (r0, r1) = two_ranks
+    r0, r1 = r0["lora_bf16"], r1["lora_bf16"]
+    for k in r0["weights"]:
+        torch.testing.assert_close(r0["weights"][k], r1["weights"][k], rtol=0, atol=0, msg=k)
+        moved = not torch.equal(r0["weights"][k], r0["start"][k])
+        assert moved == ("lora_B" in k), k
+        assert r0["weights"][k].dtype == (torch.float32 if "lora_" in k else torch.bfloat16), k
+    assert r0["grad_norm"] > 0
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_export_writes_a_sharded_checkpoint_as_a_whole_model(make_config, tmp_path, lora):
+    """``grpo-fast export`` of a ``--parallel fsdp`` checkpoint: the weights in its shards
+    (read with DCP's own converter), LoRA merged as ``W + alpha / r * B @ A``."""
+    from safetensors.torch import load_file
+
+    from grpo_fast.cli import main
+
+    options = dict(lora_r=4, lora_alpha=8.0) if lora else {}
+    cfg = make_config(parallel="fsdp", max_steps=1, optimizer="sgd", learning_rate=0.5, **options)
+    Trainer(cfg).train()
+    ckpt = Path(cfg.output_dir) / "checkpoints" / "step-0000001"
+    state = _checkpoint_state(ckpt)["model"]
+    assert main(["export", str(ckpt), str(tmp_path / "out")]) == 0
+    exported = load_file(tmp_path / "out" / "model.safetensors")
+    assert exported and "model.embed_tokens.weight" in exported
+    merged = 0
+    for name, w in exported.items():
+        if not lora:
+            want = state[f"model.{name}"]
+        else:
+            module, param = name.rsplit(".", 1)
+            prefix = f"model.base_model.model.{module}"
+            if f"{prefix}.lora_A.default.weight" not in state:
+                want = state[f"{prefix}.{param}"]
+            elif param == "bias":
+                want = state[f"{prefix}.base_layer.bias"]
+            else:
+                a, b = (state[f"{prefix}.lora_{x}.default.weight"] for x in "AB")
+                want = state[f"{prefix}.base_layer.weight"] + 8.0 / 4 * b @ a
+                merged += int(b.abs().max() > 0)
+        torch.testing.assert_close(w, want, rtol=1e-6, atol=1e-7, msg=name)
+    assert merged > 0 or not lora

@@ -529,7 +529,12 @@ def load_sharded_model(path: Path) -> Any:
     if (path / "adapter_config.json").is_file():
         import peft
 
-        model = peft.get_peft_model(model, peft.PeftConfig.from_pretrained(str(path)))
+        adapters = peft.PeftConfig.from_pretrained(str(path))
+        model.name_or_path = adapters.base_model_name_or_path  # the base it was trained on
+        with warnings.catch_warnings():
+            # peft 0.21 reads transformers' deprecated is_gradient_checkpointing.
+            warnings.filterwarnings("ignore", ".*is_gradient_checkpointing", FutureWarning)
+            model = peft.get_peft_model(model, adapters)
     module = LogProbs(model)  # the names the trainer saved under
     state = module.state_dict()
     try:
