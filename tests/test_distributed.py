@@ -534,3 +534,82 @@ def test_export_writes_a_sharded_checkpoint_as_a_whole_model(make_config, tmp_pa
                 merged += int(b.abs().max() > 0)
         torch.testing.assert_close(w, want, rtol=1e-6, atol=1e-7, msg=name)
     assert merged > 0 or not lora
+
+
+# ---------------------------------------------------------------------- FSDP2 on one GPU
+def _fsdp_alone(rank: int, port: int, out: str, device: str) -> None:
+    """FSDP2 over a one-process group (nccl on CUDA: a GPU machine has one) against the
+    same model unwrapped: the loss forward and its gradients, the gradient norm,
+    generation with gathered weights, and a DCP round trip of model and optimizer."""
+    import torch.distributed.checkpoint as dcp
+
+    from grpo_fast.distributed import _wrap, init_process_group
+    from grpo_fast.modeling import completion_logprobs, load_tokenizer, pack
+    from grpo_fast.sampling import HFSampler
+
+    os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    init_process_group(device, local_rank=0)  # the trainer's: on CUDA, nccl and gloo
+    torch.manual_seed(0)
+    tok = load_tokenizer(DEMO)
+    plain = load_model(DEMO, device)
+    model = load_model(DEMO, device)
+    policy = _wrap(model, "fsdp", frozen=False)
+    assert policy.sharded
+    enc = [tok(p, add_special_tokens=False)["input_ids"] for p in ("12+34=", "7+8=")]
+    packed = pack([enc[0]] * 2 + [enc[1]] * 2, [[3, 4, 1], [5, 1], [6, 1], [7, 8, 9, 1]], 0, device)
+    out_plain = completion_logprobs(plain, packed, group_size=2, share_prompt_prefix=False)
+    out_fsdp = policy(packed, group_size=2, share_prompt_prefix=True)
+    result: dict = {"logp": [t.detach().cpu() for t in (out_plain[0], out_fsdp[0])]}
+    for lp in (out_plain[0], out_fsdp[0]):
+        (-(lp * packed.completion_mask).sum()).backward()
+    grads = {n: p.grad for n, p in plain.named_parameters()}
+    result["grads"] = [
+        (grads[n].cpu(), p.grad.full_tensor().cpu()) for n, p in model.named_parameters()
+    ]
+    total = torch.linalg.vector_norm(torch.stack([g.norm() for g in grads.values()]))
+    result["norm"] = (float(total), policy.clip_grad_norm(0.0))
+    greedy = SamplingParams(max_new_tokens=4, temperature=0.0)
+    prompts = ["12+34=", "7+8="]
+    result["generated"] = [
+        HFSampler(plain, tok).sample(prompts, 2, greedy).completion_ids,
+        policy.with_full_weights(HFSampler(model, tok).sample, prompts, 2, greedy).completion_ids,
+    ]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    optimizer.step()
+    saved = {k: _whole(v).cpu() for k, v in model.state_dict().items()}
+    dcp.save(policy.state_dict(optimizer), checkpoint_id=os.path.join(out, "dcp"))
+    again = _wrap(load_model(DEMO, device), "fsdp", frozen=False)
+    optimizer2 = torch.optim.AdamW(again.model.parameters(), lr=1e-2)
+    state = again.state_dict(optimizer2)
+    dcp.load(state, checkpoint_id=os.path.join(out, "dcp"))
+    again.load_state_dict(state, optimizer2)
+    result["reloaded"] = (saved, {k: _whole(v).cpu() for k, v in again.model.state_dict().items()})
+    torch.save(result, os.path.join(out, "result.pt"))
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=[
+                pytest.mark.cuda,
+                pytest.mark.skipif(
+                    not torch.cuda.is_available(),
+                    reason="needs a CUDA GPU (scripts/gpu_check.sh runs it on one)",
+                ),
+            ],
+        ),
+    ],
+)
+def test_fsdp2_in_one_process_group_is_the_unwrapped_model(tmp_path, device):
+    mp.spawn(_fsdp_alone, args=(_free_port(), str(tmp_path), device), nprocs=1, join=True)
+    r = torch.load(tmp_path / "result.pt", weights_only=False)
+    torch.testing.assert_close(r["logp"][1], r["logp"][0], rtol=1e-5, atol=1e-5)
+    for plain, sharded in r["grads"]:
+        torch.testing.assert_close(sharded, plain, rtol=1e-4, atol=1e-5)
+    assert r["norm"][1] == pytest.approx(r["norm"][0], rel=1e-5)
+    assert r["generated"][1] == r["generated"][0]
+    _assert_equal(*r["reloaded"])

@@ -26,8 +26,8 @@ beforehand and kept whole until the sampler returns, then sharded again. Each
 rank then generates alone, as under DDP; the memory of one whole copy of the
 weights is needed while it does.
 
-gloo on CPU, nccl on GPU. With one process (no ``WORLD_SIZE``) the gathers are
-no-ops and nothing is wrapped.
+gloo on CPU; on GPUs nccl for the engines and gloo for the CPU gathers. With one
+process (no ``WORLD_SIZE``) the gathers are no-ops and nothing is wrapped.
 """
 
 from __future__ import annotations
@@ -44,7 +44,14 @@ import torch.distributed as dist
 
 from grpo_fast.modeling import AdaptersDisabled, Packed, completion_logprobs, is_peft_model
 
-__all__ = ["PARALLEL", "Distributed", "LogProbs", "Parallel", "wrap_distributed"]
+__all__ = [
+    "PARALLEL",
+    "Distributed",
+    "LogProbs",
+    "Parallel",
+    "init_process_group",
+    "wrap_distributed",
+]
 
 #: ``--parallel`` names: how several processes train one model.
 PARALLEL = ("ddp", "fsdp")
@@ -64,7 +71,7 @@ class Distributed:
         world = int(os.environ.get("WORLD_SIZE", "1"))
         out = cls(world, int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0")))
         if world > 1 and not dist.is_initialized():
-            dist.init_process_group("nccl" if device_type == "cuda" else "gloo")
+            init_process_group(device_type, out.local_rank)
         return out
 
     @property
@@ -103,6 +110,17 @@ class Distributed:
     def barrier(self) -> None:
         if self.enabled:
             dist.barrier()
+
+
+def init_process_group(device_type: str, local_rank: int) -> None:
+    """The default process group from torchrun's environment: gloo on the CPU; on GPUs
+    nccl for CUDA tensors (the engines) and gloo for CPU ones (rewards, flags), each
+    process on its own GPU (``LOCAL_RANK``)."""
+    if device_type == "cuda":
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("cpu:gloo,cuda:nccl")
+    else:
+        dist.init_process_group("gloo")
 
 
 class LogProbs(torch.nn.Module):
