@@ -12,6 +12,7 @@ half the parameters.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -450,8 +451,9 @@ def test_a_damaged_shard_is_skipped_and_a_mismatched_checkpoint_named(make_confi
     assert "skipping" in err and "sharded/__0_0.distcp is damaged" in err, err
     # A LoRA run has other parameters than the full model's checkpoint.
     step1 = str(run / "checkpoints" / "step-0000001")
-    with pytest.raises(InvalidInputError, match="does not match this run's model"):
+    with pytest.raises(InvalidInputError, match="does not match this run's model") as refused:
         Trainer(make_config(parallel="fsdp", resume=step1, max_steps=3, lora_r=4))
+    assert "Missing key" in str(refused.value) and "\n" not in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -613,3 +615,29 @@ def test_fsdp2_in_one_process_group_is_the_unwrapped_model(tmp_path, device):
     assert r["norm"][1] == pytest.approx(r["norm"][0], rel=1e-5)
     assert r["generated"][1] == r["generated"][0]
     _assert_equal(*r["reloaded"])
+
+
+def test_a_full_disk_while_writing_shards_says_so_and_keeps_the_older_ones(
+    make_config, monkeypatch
+):
+    from torch.distributed.checkpoint import FileSystemWriter
+
+    from grpo_fast.errors import CheckpointError
+
+    trainer = Trainer(make_config(parallel="fsdp", save_every=1, max_steps=3))
+    write = FileSystemWriter.write_data
+
+    def full_disk(self, plan, planner):
+        if trainer.step_count == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+        return write(self, plan, planner)
+
+    monkeypatch.setattr(FileSystemWriter, "write_data", full_disk)
+    with pytest.raises(CheckpointError, match=r"step 2 was not written \(no space left on device"):
+        try:
+            trainer.train()
+        except CheckpointError as e:
+            assert "\n" not in str(e), str(e)  # DCP's error, unwrapped: one line
+            raise
+    root = Path(trainer.config.output_dir) / "checkpoints"
+    assert sorted(p.name for p in root.iterdir()) == ["step-0000001"]

@@ -239,6 +239,21 @@ def _write_manifest(tmp: Path, step: int, world: int) -> None:
         _fsync_dir(d)
 
 
+def _unwrap(error: BaseException) -> BaseException:
+    """The exception inside DCP's ``CheckpointException`` (the first failed rank's)."""
+    failures = getattr(error, "failures", None)
+    if failures:
+        return failures[min(failures)][0]
+    return error
+
+
+def _line(error: BaseException) -> str:
+    """The first line of what went wrong (inside DCP's wrapper)."""
+    error = _unwrap(error)
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 @contextlib.contextmanager
 def _one_process_quiet() -> Iterator[None]:
     """DCP warns that it assumes one process whenever it runs without a process group."""
@@ -307,8 +322,10 @@ def save_checkpoint(
                 tokenizer.save_pretrained(tmp)
                 state = {"step": step, **trainer_state, "world": dist.world}
                 torch.save(state, tmp / "trainer_state.pt")
-        except (*_WRITE_ERRORS, CheckpointException) as e:
+        except _WRITE_ERRORS as e:
             error = e
+        except CheckpointException as e:  # DCP's: every rank gets every rank's errors
+            error = _unwrap(e)
     if dist.all_min(int(error is None)) and dist.is_main:
         try:
             _write_manifest(tmp, step, dist.world)
@@ -499,9 +516,8 @@ def load_checkpoint(
             with _one_process_quiet():
                 dcp.load(state["sharded"], checkpoint_id=path / SHARDED, no_dist=not dist.enabled)
         except (OSError, RuntimeError, ValueError, KeyError, CheckpointException) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise InvalidInputError(
-                f"checkpoint {path} does not match this run's model and optimizer: {first}"
+                f"checkpoint {path} does not match this run's model and optimizer: {_line(e)}"
             ) from None
     else:
         try:
@@ -541,7 +557,6 @@ def load_sharded_model(path: Path) -> Any:
         with _one_process_quiet():
             dcp.load({"model": state}, checkpoint_id=path / SHARDED, no_dist=True)
     except (OSError, RuntimeError, ValueError, KeyError, CheckpointException) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InvalidInputError(f"cannot read checkpoint {path}: {first}") from None
+        raise InvalidInputError(f"cannot read checkpoint {path}: {_line(e)}") from None
     module.load_state_dict(state)
     return model
