@@ -555,7 +555,7 @@ def _fsdp_alone(rank: int, port: int, out: str, device: str) -> None:
     tok = load_tokenizer(DEMO)
     plain = load_model(DEMO, device)
     model = load_model(DEMO, device)
-    policy = _wrap(model, "fsdp", frozen=False)
+    policy = _wrap(model, "fsdp", frozen=False, mode="fsdp")
     assert policy.sharded
     enc = [tok(p, add_special_tokens=False)["input_ids"] for p in ("12+34=", "7+8=")]
     packed = pack([enc[0]] * 2 + [enc[1]] * 2, [[3, 4, 1], [5, 1], [6, 1], [7, 8, 9, 1]], 0, device)
@@ -580,7 +580,7 @@ def _fsdp_alone(rank: int, port: int, out: str, device: str) -> None:
     optimizer.step()
     saved = {k: _whole(v).cpu() for k, v in model.state_dict().items()}
     dcp.save(policy.state_dict(optimizer), checkpoint_id=os.path.join(out, "dcp"))
-    again = _wrap(load_model(DEMO, device), "fsdp", frozen=False)
+    again = _wrap(load_model(DEMO, device), "fsdp", frozen=False, mode="fsdp")
     optimizer2 = torch.optim.AdamW(again.model.parameters(), lr=1e-2)
     state = again.state_dict(optimizer2)
     dcp.load(state, checkpoint_id=os.path.join(out, "dcp"))

@@ -195,7 +195,7 @@ class Parallel:
         off, or a frozen copy, sharded like this one."""
         if isinstance(ref, AdaptersDisabled):
             return functools.partial(self, adapters=False)
-        return _wrap(ref, "fsdp" if self.sharded else "none", frozen=True)
+        return _wrap(ref, "fsdp" if self.sharded else "none", frozen=True, mode=self.mode)
 
     def no_sync(self, skip: bool) -> contextlib.AbstractContextManager[Any]:
         """With ``skip``, DDP does not average the gradients of the forward run inside
@@ -289,7 +289,7 @@ def wrap_distributed(model: Any, parallel: str, dist: Distributed) -> Parallel:
     return _wrap(model, parallel if dist.enabled else "none", frozen=False, mode=parallel)
 
 
-def _wrap(model: Any, how: str, *, frozen: bool, mode: str = "fsdp") -> Parallel:
+def _wrap(model: Any, how: str, *, frozen: bool, mode: str) -> Parallel:
     module = LogProbs(model)
     if how == "none":
         return Parallel(mode, model, module)
