@@ -10,7 +10,8 @@
 #   1. install the wheels into a fresh folder put first on PYTHONPATH (pip --no-index --no-deps;
 #      the machine's own packages are not touched),
 #   2. pytest -m cuda (tests/test_cuda.py: policy_loss on CUDA vs CPU float64, fused log-probs in
-#      bf16 vs float32, one trainer step of a random-init ~100M Qwen2 in bf16),
+#      bf16 vs float32, one trainer step of a random-init ~100M Qwen2 in bf16;
+#      tests/test_distributed.py: FSDP2 over a one-GPU nccl group vs the unwrapped model),
 #   3. benches/bench_logprobs.py --device cuda --liger, float32 and bfloat16 (fused vs naive vs
 #      Liger-Kernel's fused linear cross-entropy; Liger is skipped with the reason if absent).
 # --cpu-dry-run runs the same steps on a machine without a GPU (the CUDA tests skip, the bench
@@ -171,8 +172,8 @@ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,memory.tota
     --format=csv,noheader 2>&1 | tee -a "$REPORT"
 
 # 2. The CUDA tests (they skip, with the reason, where CUDA is absent).
-run "pytest -m cuda" 200 "$PY" -m pytest -m cuda tests/test_cuda.py -q -s -rs \
-    -p no:cacheprovider
+run "pytest -m cuda" 200 "$PY" -m pytest -m cuda tests/test_cuda.py tests/test_distributed.py \
+    -q -s -rs -p no:cacheprovider
 
 # 3. Token log-probs: fused vs naive vs Liger-Kernel, float32 and bfloat16.
 if [ "$DRY" = 1 ]; then

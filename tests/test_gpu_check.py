@@ -78,7 +78,7 @@ def test_dry_run_skips_the_cuda_tests_and_writes_the_report(tmp_path):
     text = report.read_text()
     assert text.startswith("grpo-fast GPU check, ") and "CPU DRY RUN" in text
     assert "GPU: none visible to torch" in text
-    assert "4 skipped" in text and "needs a CUDA GPU" in text
+    assert "5 skipped" in text and "needs a CUDA GPU" in text
     assert text.rstrip().endswith("gpu_check: done")
     assert out.stdout.rstrip().endswith("gpu_check: done")  # the report is also shown
 

@@ -397,7 +397,8 @@ def export_model(
 ) -> Path:
     """Write a checkpoint as a plain transformers model directory (weights, config,
     tokenizer) that ``from_pretrained`` loads: LoRA adapters are merged into
-    their base model (``base``: default, the one the adapters name).
+    their base model (``base``: default, the one the adapters name; a sharded
+    checkpoint holds its base).
 
     ``dtype`` (``fp32``, ``bf16``, ``fp16``): default, the dtype the base
     model is stored in. ``out`` must not hold files yet.
@@ -413,7 +414,14 @@ def export_model(
         raise InvalidInputError(f"output directory {str(out)!r} already exists and is not empty")
     if dtype is not None and dtype not in DTYPES:
         raise InvalidInputError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
-    if adapters:
+    if (ckpt / "sharded" / ".metadata").is_file():  # --parallel fsdp: base and adapters inside
+        from grpo_fast.checkpoint import load_sharded_model  # (it imports this module)
+
+        model = load_sharded_model(ckpt)
+        if is_peft_model(model):
+            model = model.merge_and_unload()
+        stored = _stored_dtype(str(ckpt))
+    elif adapters:
         try:
             import peft
         except ImportError as e:

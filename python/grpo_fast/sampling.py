@@ -249,6 +249,9 @@ class HFSampler:
                         eos_token_id=tok.eos_token_id,
                         return_dict_in_generate=True,
                         output_scores=self.logprobs,
+                        # Each process generates alone; under FSDP2 the trainer gathers
+                        # the whole weights first (transformers would wait for the others).
+                        synced_gpus=False,
                         **kwargs,
                     )
                 width = enc["input_ids"].shape[1]

@@ -35,6 +35,7 @@ import grpo_fast
 from grpo_fast.advantages import ESTIMATORS, SCALES
 from grpo_fast.checkpoint import (
     find_resume,
+    is_sharded,
     load_checkpoint,
     prepare_output_dir,
     remove_leftovers,
@@ -43,7 +44,7 @@ from grpo_fast.checkpoint import (
 from grpo_fast.curriculum import Curriculum, UniformPrompts
 from grpo_fast.data import DATA_DIR, check_tasks, read_tasks, render_prompts
 from grpo_fast.defaults import by_model, is_demo_model, resolve
-from grpo_fast.distributed import Distributed
+from grpo_fast.distributed import PARALLEL, Distributed, wrap_distributed
 from grpo_fast.errors import InvalidInputError, TrainingInterrupted
 from grpo_fast.interrupt import StopRequest
 from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, SURROGATES, policy_loss
@@ -54,7 +55,6 @@ from grpo_fast.modeling import (
     MixedPrecision,
     Packed,
     check_model_name,
-    completion_logprobs,
     load_model,
     load_tokenizer,
     pack,
@@ -293,6 +293,14 @@ class TrainerConfig:
     )
     seed: int = field(default=0, metadata=_doc("seed of prompt order, sampling and init"))
     device: str = field(default="auto", metadata=_doc("'auto', 'cpu', 'cuda', 'cuda:1', ..."))
+    parallel: Literal[PARALLEL] = field(  # type: ignore[valid-type]
+        default="ddp",
+        metadata=_doc(
+            "several processes (torchrun): ddp (each holds the whole model and optimizer "
+            "state), fsdp (FSDP2: parameters, gradients, optimizer state sharded; checkpoints "
+            "through torch.distributed.checkpoint)"
+        ),
+    )
     torch_threads: int = field(
         default=0,
         metadata=_doc(
@@ -404,6 +412,17 @@ class TrainerConfig:
                 self.sampler == "hf",
                 "LoRA (lora_r > 0) samples with --sampler hf: the vLLM sampler takes full "
                 "weights, not adapters",
+            )
+        if self.parallel == "fsdp":
+            need(
+                self.sampler == "hf",
+                "--parallel fsdp samples with --sampler hf (the vLLM sampler would need the "
+                "sharded weights gathered into its engine after every step); use --parallel ddp",
+            )
+            need(
+                self.dtype != "fp16",
+                "--parallel fsdp trains in fp32 or bf16: fp16's loss scaling would see only "
+                "this rank's shard of the gradients; use --dtype bf16",
             )
         for name in ("prompt_column", "answer_column"):
             need(bool(getattr(self, name)), f"{name} must name a column")
@@ -616,6 +635,9 @@ class Trainer:
         self.precision = MixedPrecision(cfg.dtype, self.device)
         set_cpu_threads(cfg.torch_threads, self.model, self.device)
         self.ref_model = reference_model(self.model, cfg.dtype) if cfg.beta > 0 else None
+        # The policy under DDP / FSDP2 (the optimizer then takes FSDP2's shards).
+        self.policy = wrap_distributed(self.model, cfg.parallel, self.dist)
+        self.reference = None if self.ref_model is None else self.policy.reference(self.ref_model)
         self.params = SamplingParams(
             max_new_tokens=cfg.max_new_tokens,
             temperature=cfg.temperature,
@@ -697,7 +719,9 @@ class Trainer:
             rows = [self.train_rows[i] for i in idx for _ in range(G)]
             t0 = time.perf_counter()
             with self.precision.autocast():
-                comp = self.sampler.sample([self.train_prompts[i] for i in idx], G, self.params)
+                comp = self.policy.with_full_weights(
+                    self.sampler.sample, [self.train_prompts[i] for i in idx], G, self.params
+                )
             inputs = self._estimator_inputs(idx, comp)
             t1 = time.perf_counter()
             scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
@@ -729,8 +753,10 @@ class Trainer:
             if dist.all_min(sum(len(b.prompt_index) for b in kept)) >= P:
                 break
         batch = Batch.concat(kept, G)
-        if len(batch.prompt_index) > P:
-            batch = batch.take(np.arange(P))
+        # Every rank trains as many groups: the engines need the same passes on each.
+        groups = min(P, dist.all_min(len(batch.prompt_index)))
+        if len(batch.prompt_index) > groups:
+            batch = batch.take(np.arange(groups))
         stats["sampling_rounds"] = r + 1
         stats["groups_trained"] = len(batch.prompt_index)
         return batch, stats
@@ -748,16 +774,18 @@ class Trainer:
         rows = [self.train_rows[i] for i in idx]
         greedy = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=0.0)
         with self.precision.autocast():
-            best = self.sampler.sample([self.train_prompts[i] for i in idx], 1, greedy)
+            best = self.policy.with_full_weights(
+                self.sampler.sample, [self.train_prompts[i] for i in idx], 1, greedy
+            )
         reward = self.rewards.score(best.texts, rows, completion_ids=best.completion_ids).total
         baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
         return {"baselines": self.dist.gather(baselines)}
 
     def logprobs(self, model: Any, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
-        """Token log-probs and entropies ``[rows, Tc]`` of a packed batch under ``model``."""
+        """Token log-probs and entropies ``[rows, Tc]`` of a packed batch under ``model``
+        (``self.policy`` or ``self.reference``)."""
         with self.precision.autocast():
-            return completion_logprobs(
-                model,
+            return model(
                 packed,
                 temperature=self.config.temperature,
                 group_size=self.config.num_generations,
@@ -784,18 +812,18 @@ class Trainer:
         if cfg.mask_truncated_completions:
             loss_mask = loss_mask & ~torch.from_numpy(cut).to(self.device)[:, None]
         with torch.no_grad():
-            old_logp = self.logprobs(self.model, packed)[0] if cfg.num_iterations > 1 else None
-            ref_logp = None if self.ref_model is None else self.logprobs(self.ref_model, packed)[0]
+            old_logp = self.logprobs(self.policy, packed)[0] if cfg.num_iterations > 1 else None
+            ref_logp = None if self.reference is None else self.logprobs(self.reference, packed)[0]
         # Micro-batches of whole groups when the split allows it (prompt cache sharing).
         chunk = n // cfg.grad_accum_steps if n % cfg.grad_accum_steps == 0 else n
-        trainable = [p for p in self.model.parameters() if p.requires_grad]
         sums: dict[str, float] = {}
         count = 0
         for _ in range(cfg.num_iterations):
             for s in range(0, n, chunk):
                 rows = slice(s, s + chunk)
                 part = packed.rows(rows)
-                logp, entropy = self.logprobs(self.model, part)
+                with self.policy.no_sync(s + chunk < n):  # DDP: averaged after the last one
+                    logp, entropy = self.logprobs(self.policy, part)
                 loss, m = policy_loss(
                     logp,
                     logp.detach() if old_logp is None else old_logp[rows],
@@ -824,17 +852,9 @@ class Trainer:
                 for k, v in {"loss": float(loss.item()), **m}.items():
                     sums[k] = _accumulate(k, sums.get(k), v)
                 count += 1
-            self.dist.average_grads(trainable)
             self.precision.unscale(self.optimizer)
-            if cfg.max_grad_norm > 0:
-                norm = torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
-            else:
-                norm = torch.linalg.vector_norm(
-                    torch.stack([p.grad.norm() for p in trainable if p.grad is not None])
-                )
-            sums["grad_norm"] = sums.get("grad_norm", 0.0) + float(norm) * (
-                count / cfg.num_iterations
-            )
+            norm = self.policy.clip_grad_norm(cfg.max_grad_norm)  # 0: only measured
+            sums["grad_norm"] = sums.get("grad_norm", 0.0) + norm * (count / cfg.num_iterations)
             if self.precision.step(self.optimizer):  # False: fp16 overflow, step skipped
                 self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
@@ -860,7 +880,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
-        """Greedy decoding on the held-out rows.
+        """Greedy decoding on the held-out rows (with several processes, every rank
+        decodes its share; all must call this).
 
         ``eval_accuracy``: the share whose first reward is >= 1 (the default
         ``math``: correct); ``eval_reward``: the mean total reward. NaN
@@ -869,13 +890,21 @@ class Trainer:
         if not self.eval_rows:
             return {"eval_accuracy": float("nan")}
         greedy = SamplingParams(max_new_tokens=self.config.max_new_tokens, temperature=0.0)
+        mine = slice(self.dist.rank, None, self.dist.world)
+        rows, prompts = self.eval_rows[mine], self.eval_prompts[mine]
         with self.precision.autocast():
-            comp = self.sampler.sample(self.eval_prompts, 1, greedy)
-        scores = self.rewards.score(comp.texts, self.eval_rows, completion_ids=comp.completion_ids)
-        first = scores.columns[self.rewards.names[0]]
+            comp = self.policy.with_full_weights(
+                lambda: self.sampler.sample(prompts, 1, greedy) if prompts else None
+            )
+        first: list[float] = []
+        total: list[float] = []
+        if comp is not None:
+            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            first = scores.columns[self.rewards.names[0]].tolist()
+            total = scores.total.tolist()
         return {
-            "eval_accuracy": float(np.mean(first >= 1.0)),
-            "eval_reward": _nanmean(scores.total),
+            "eval_accuracy": float(np.mean(np.array(self.dist.gather_lists(first)) >= 1.0)),
+            "eval_reward": _nanmean(np.array(self.dist.gather_lists(total))),
         }
 
     # ------------------------------------------------------------------ the loop
@@ -920,8 +949,7 @@ class Trainer:
         history: list[dict[str, Any]] = []
         no_signal = NoSignalWatch()
         if self.step_count == 0:
-            evals = self.evaluate() if self.is_main else {"eval_accuracy": float("nan")}
-            history.append(self._log({"step": 0, **evals}))
+            history.append(self._log({"step": 0, **self.evaluate()}))
         bar = tqdm(
             total=cfg.max_steps,
             initial=self.step_count,
@@ -939,9 +967,7 @@ class Trainer:
             finally:
                 self._in_step = False
             last = self.step_count == cfg.max_steps
-            if self.is_main and (
-                last or (cfg.eval_every and self.step_count % cfg.eval_every == 0)
-            ):
+            if last or (cfg.eval_every and self.step_count % cfg.eval_every == 0):
                 record.update(self.evaluate())
             history.append(self._log(record))
             bar.update(1)
@@ -980,27 +1006,53 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
-        """Write ``checkpoints/step-N`` (:func:`grpo_fast.checkpoint.save_checkpoint`)."""
+        """Write ``checkpoints/step-N`` (:func:`grpo_fast.checkpoint.save_checkpoint`;
+        ``--parallel fsdp``: model and optimizer through ``torch.distributed.checkpoint``)."""
+        sharded = self.config.parallel == "fsdp"
         path = save_checkpoint(
             self.out,
             self.step_count,
             model=self.model,
             tokenizer=self.tokenizer,
             trainer_state={
-                "optimizer": self.optimizer.state_dict(),
+                **({} if sharded else {"optimizer": self.optimizer.state_dict()}),
                 "scheduler": self.scheduler.state_dict(),
                 "prompts": self.prompts.state_dict(),
                 "scaler": self.precision.state_dict(),
             },
             dist=self.dist,
             keep=self.config.keep_checkpoints,
+            sharded_state=self.policy.state_dict(self.optimizer) if sharded else None,
         )
         self._saved_step = self.step_count
         return path
 
     def _load_checkpoint(self, path: Path) -> None:
-        state = load_checkpoint(path, model=self.model, device=self.device, dist=self.dist)
-        self.optimizer.load_state_dict(state["optimizer"])
+        if self.policy.sharded and not is_sharded(path):
+            raise InvalidInputError(
+                f"checkpoint {path} holds whole weights (a run without --parallel fsdp): resume "
+                "it with --parallel ddp, or in one process"
+            )
+        state = load_checkpoint(
+            path,
+            model=self.model,
+            device=self.device,
+            dist=self.dist,
+            sharded_state=lambda: self.policy.state_dict(self.optimizer),
+        )
+        if "sharded" in state:
+            self.policy.load_state_dict(state["sharded"], self.optimizer)
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if state["world"] != self.dist.world:  # new random streams, none seen before
+            world, step = self.dist.world, state["step"]
+            transformers.set_seed(self.config.seed + self.dist.rank + world * step)
+            if self.is_main:
+                say(
+                    f"checkpoint {path} was written by {state['world']} process(es), this run "
+                    f"has {world}: model and optimizer resharded; sampling starts new random "
+                    "streams"
+                )
         self.precision.load_state_dict(state.get("scaler", {}))
         self.scheduler.load_state_dict(state["scheduler"])
         self.prompts.load_state_dict(state["prompts"])
