@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from grpo_fast.cli import check_value, main, parse_text, pass_at_k  # noqa: E402
-from grpo_fast.metrics import read_metrics  # noqa: E402
+from grpo_fast.tracking import read_metrics  # noqa: E402
 
 
 def test_score_writes_rewards_and_group_advantages(tmp_path, capsys):

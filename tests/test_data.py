@@ -236,7 +236,7 @@ def test_a_gsm8k_parquet_trains_with_column_mapping(tmp_path, capsys):
     """A GSM8K-shaped file works as is: --prompt-column question, gold after '####'."""
     pytest.importorskip("torch")
     from grpo_fast.cli import main
-    from grpo_fast.metrics import read_metrics
+    from grpo_fast.tracking import read_metrics
 
     rows = [
         {"question": f"{a}+{b}=", "answer": f"{a} plus {b}.\n#### {a + b}"}

@@ -26,7 +26,7 @@ pytest.importorskip("transformers")
 from test_trainer import reference_advantages, reference_logp, reference_loss  # noqa: E402
 
 from grpo_fast.errors import InvalidInputError  # noqa: E402
-from grpo_fast.metrics import read_metrics  # noqa: E402
+from grpo_fast.tracking import read_metrics  # noqa: E402
 from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
 
 ARCHITECTURES = ["qwen2", "llama", "gpt2"]

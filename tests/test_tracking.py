@@ -223,3 +223,12 @@ def test_wandb_without_a_login_is_a_message(tmp_path, capsys, monkeypatch, fresh
     assert main([*argv, "--eval-size", "2", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "report_to wandb: W&B did not start" in err and "WANDB_MODE=offline" in err
+
+
+def test_the_old_metrics_module_still_reads_what_the_writer_wrote(tmp_path):
+    # grpo_fast.metrics was the public home of these names before tracking.py
+    from grpo_fast import metrics
+
+    w = metrics.MetricsWriter(tmp_path / "m.jsonl")
+    w.write({"step": 1, "loss": 0.5})
+    assert metrics.read_metrics(tmp_path / "m.jsonl") == [{"step": 1, "loss": 0.5}]

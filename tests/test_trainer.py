@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from grpo_fast.metrics import read_metrics  # noqa: E402
+from grpo_fast.tracking import read_metrics  # noqa: E402
 from grpo_fast.trainer import DATA_DIR, Trainer, TrainerConfig  # noqa: E402
 
 TIMING = re.compile(r"^(time_|tokens_per_s)")
