@@ -12,6 +12,7 @@ pub mod math;
 pub mod names;
 pub mod parallel;
 pub mod reward;
+pub mod steps;
 pub mod verify;
 
 pub use error::CoreError;
