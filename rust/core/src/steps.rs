@@ -247,7 +247,9 @@ fn split(text: &str, how: &Split, max_steps: usize) -> Vec<(usize, usize)> {
     let mut push = |lo: usize, hi: usize| bounds.push((lo, hi));
     match how {
         Split::Lines => memchr::memchr_iter(b'\n', text.as_bytes()).for_each(|i| push(i, i + 1)),
-        Split::Paragraphs => blank_lines().find_iter(text).for_each(|m| push(m.start(), m.end())),
+        Split::Paragraphs => blank_lines()
+            .find_iter(text)
+            .for_each(|m| push(m.start(), m.end())),
         Split::Regex(re) => re.find_iter(text).for_each(|m| push(m.start(), m.end())),
         Split::Markers => marker_regex()
             .find_iter(text)
@@ -337,10 +339,42 @@ struct Item {
 /// Words that make a number next to them an operand (`3 times 4`, `half of
 /// 80`, `sin 30`, `5 squared`).
 const OPERATOR_WORDS: &[&str] = &[
-    "of", "times", "x", "by", "plus", "minus", "over", "divided", "multiplied", "per", "percent",
-    "squared", "cubed", "mod", "modulo", "sqrt", "root", "sin", "cos", "tan", "log", "ln", "exp",
-    "abs", "floor", "ceil", "gcd", "lcm", "max", "min", "choose", "factorial", "than", "less",
-    "more", "into",
+    "of",
+    "times",
+    "x",
+    "by",
+    "plus",
+    "minus",
+    "over",
+    "divided",
+    "multiplied",
+    "per",
+    "percent",
+    "squared",
+    "cubed",
+    "mod",
+    "modulo",
+    "sqrt",
+    "root",
+    "sin",
+    "cos",
+    "tan",
+    "log",
+    "ln",
+    "exp",
+    "abs",
+    "floor",
+    "ceil",
+    "gcd",
+    "lcm",
+    "max",
+    "min",
+    "choose",
+    "factorial",
+    "than",
+    "less",
+    "more",
+    "into",
 ];
 
 /// LaTeX commands that belong to arithmetic.
@@ -361,7 +395,15 @@ fn latex_kind(name: &str) -> Option<Kind> {
 
 /// Commands whose braced argument is text (`\text{ cm}`), read as one word.
 const TEXT_COMMANDS: &[&str] = &[
-    "text", "textbf", "textit", "textrm", "mathrm", "mathbf", "mathit", "operatorname", "mbox",
+    "text",
+    "textbf",
+    "textit",
+    "textrm",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "operatorname",
+    "mbox",
 ];
 
 /// A line cut into items, with the runs of math between words and
@@ -483,10 +525,7 @@ impl<'a> Scan<'a> {
             self.items[first].kind,
             Kind::Num | Kind::Open | Kind::Atom | Kind::Minus
         );
-        let ends = matches!(
-            self.items[last].kind,
-            Kind::Num | Kind::Close | Kind::Atom
-        );
+        let ends = matches!(self.items[last].kind, Kind::Num | Kind::Close | Kind::Atom);
         starts && ends
     }
 
@@ -505,7 +544,9 @@ impl<'a> Scan<'a> {
         let prev = &self.items[lo - 1];
         match prev.kind {
             Kind::Word => {
-                let first = self.ends(a, self.runs[r].1).map(|(f, _)| self.items[f].kind);
+                let first = self
+                    .ends(a, self.runs[r].1)
+                    .map(|(f, _)| self.items[f].kind);
                 touching
                     || prev.latex
                     || first == Some(Kind::Minus)
@@ -618,7 +659,9 @@ fn lex(line: &str) -> Vec<Item> {
             b'*' if b.get(i + 1) == Some(&b'*') => {
                 // `**bold**` is decoration; `2**3` is a power.
                 let before = i > 0 && (b[i - 1].is_ascii_digit() || b[i - 1] == b')');
-                let after = b.get(i + 2).is_some_and(|&x| x.is_ascii_digit() || x == b'(');
+                let after = b
+                    .get(i + 2)
+                    .is_some_and(|&x| x.is_ascii_digit() || x == b'(');
                 i += 2;
                 let kind = if before && after {
                     Kind::Binary
@@ -916,11 +959,13 @@ mod tests {
         assert_eq!(spans(text, Split::Paragraphs), [(0, 3), (8, 9)]);
         let text = "Intro.\nStep 1: 2+2=4\nmore\n**Step 2.** 3+3=7";
         let steps = check(text, &opts(Split::Markers));
-        let got: Vec<(usize, usize, i8)> = steps.iter().map(|s| (s.start, s.end, s.label)).collect();
+        let got: Vec<(usize, usize, i8)> =
+            steps.iter().map(|s| (s.start, s.end, s.label)).collect();
         assert_eq!(got, [(0, 6, -1), (7, 25, 1), (26, 43, 0)]);
         let re = Split::new(SplitKind::Regex, Some(r",\s*")).expect("valid");
         let steps = check("37+45=82, 82+19=101, 101+23=125 #### 125", &opts(re));
-        let got: Vec<(usize, usize, i8)> = steps.iter().map(|s| (s.start, s.end, s.label)).collect();
+        let got: Vec<(usize, usize, i8)> =
+            steps.iter().map(|s| (s.start, s.end, s.label)).collect();
         assert_eq!(got, [(0, 8, 1), (10, 19, 1), (21, 40, 0)]);
         assert!(Split::new(SplitKind::Regex, None).is_err());
         assert!(Split::new(SplitKind::Regex, Some("(")).is_err());
@@ -946,7 +991,17 @@ mod tests {
         assert!(check(&long, &StepOptions::default()).is_empty());
         let lines = "1=1\n".repeat(10_000);
         assert_eq!(check(&lines, &StepOptions::default()).len(), 4096);
-        for text in ["\\", "=", "==", "= =", "\\frac{", "1=\\", "é=é", "½ = 0.5", "\u{1c}1=1"] {
+        for text in [
+            "\\",
+            "=",
+            "==",
+            "= =",
+            "\\frac{",
+            "1=\\",
+            "é=é",
+            "½ = 0.5",
+            "\u{1c}1=1",
+        ] {
             let _ = check(text, &StepOptions::default());
         }
     }
