@@ -361,11 +361,14 @@ def test_verified_pick_prefers_samples_without_a_wrong_step():
     texts = ["2+2=5 #### 5", "2+2=5 #### 5", "2+2=4 #### 4", "so #### 7"]
     answers = ["5", "5", "4", "7"]
     # Unchecked and correct samples are kept; the majority among them, first one giving it.
-    assert verified_pick(answers, check_steps(texts)) == 2
-    all_wrong = check_steps(["1=2 #### 3", "1=3 #### 3", "1=4 #### 4"])
+    assert verified_pick(answers, check_steps(texts).has_wrong) == 2
+    all_wrong = check_steps(["1=2 #### 3", "1=3 #### 3", "1=4 #### 4"]).has_wrong
     assert verified_pick(["3", "3", "4"], all_wrong) == 0  # no clean sample: plain majority
-    with pytest.raises(InvalidInputError):
+    assert verified_pick(["4", "3", "3"], [True, False, True]) == 1
+    with pytest.raises(InvalidInputError, match="1 answers but 3"):
         verified_pick(["3"], all_wrong)
+    with pytest.raises(InvalidInputError, match="no samples"):
+        verified_pick([], [])
 
 
 def test_process_reward_spec_checks_its_options():

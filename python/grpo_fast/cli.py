@@ -213,11 +213,13 @@ def config_from_file(path: str, cls: type) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
+    from grpo_fast.data import TASKS
     from grpo_fast.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "config", "func")}
-    cfg = TrainerConfig.from_dict({**values, **flags})
+    skip = ("command", "config", "func", "task")
+    flags = {k: v for k, v in vars(args).items() if k not in skip}
+    cfg = TrainerConfig.from_dict({**TASKS[args.task], **values, **flags})
     trainer = Trainer(cfg)
     if trainer.is_main:
         print(
@@ -301,14 +303,28 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
+def _answer_key(text: str) -> str:
+    """What majority vote counts: the extracted final answer, else the stripped text."""
+    import grpo_fast
+
+    found = grpo_fast.extract_answer(text)
+    return ", ".join(found.parts) if found is not None else text.strip()
+
+
 def _eval(args: argparse.Namespace) -> int:
     import transformers
 
-    from grpo_fast.data import read_tasks
+    from grpo_fast.data import TASKS, read_tasks
     from grpo_fast.modeling import load_model, load_tokenizer
     from grpo_fast.rollout import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.steps import check_steps, verified_pick
 
+    task = TASKS[args.task]
+    args.model = task["model"] if args.model is None else args.model
+    args.data = task["eval_file"] if args.data is None else args.data
+    if args.max_new_tokens is None:
+        args.max_new_tokens = task["max_new_tokens"]
     if args.n < 1 or not 1 <= args.k <= args.n:
         raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
     if not (Path(args.model) / "config.json").is_file():
@@ -329,11 +345,13 @@ def _eval(args: argparse.Namespace) -> int:
     # Correct: the first reward is >= 1 (the default, math: the answer is right).
     correct = (scores.columns[rewards.names[0]] >= 1.0).reshape(shape)
     total = np.nan_to_num(scores.total, nan=-np.inf).reshape(shape)
-    answers = np.array([t.strip() for t in comp.texts], dtype=object).reshape(shape)
-    majority = []
+    answers = np.array([_answer_key(t) for t in comp.texts], dtype=object).reshape(shape)
+    wrong_step = check_steps(comp.texts).has_wrong.reshape(shape)
+    majority, verified = [], []
     for i in range(len(rows)):
         top, _ = Counter(answers[i].tolist()).most_common(1)[0]
         majority.append(bool(correct[i][answers[i] == top].any()))
+        verified.append(bool(correct[i][verified_pick(answers[i].tolist(), wrong_step[i])]))
     report = {
         "prompts": len(rows),
         "n": args.n,
@@ -344,6 +362,9 @@ def _eval(args: argparse.Namespace) -> int:
         f"maj@{args.n}": float(np.mean(majority)),
         # Best-of-n: is the sample with the highest total reward correct?
         f"best_of_{args.n}": float(np.mean(correct[np.arange(len(rows)), total.argmax(1)])),
+        # Verified best-of-n: majority among the samples without a wrong step (no gold used).
+        f"verified_best_of_{args.n}": float(np.mean(verified)),
+        "frac_wrong_step": float(wrong_step.mean()),
     }
     print(json.dumps(report))
     return 0
@@ -360,7 +381,7 @@ def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     from grpo_fast import __version__
     from grpo_fast.advantages import ESTIMATORS, SCALES
-    from grpo_fast.data import DATA_DIR
+    from grpo_fast.data import TASKS
     from grpo_fast.trainer import TrainerConfig
 
     parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
@@ -380,6 +401,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
     train.add_argument("--config", help="TOML or JSON file of trainer options (flags override it)")
+    train.add_argument(
+        "--task",
+        choices=sorted(TASKS),
+        default="addition",
+        help="embedded task whose model, data and lengths are the defaults (the config file "
+        "and flags override them; default: addition)",
+    )
     add_dataclass_flags(train, TrainerConfig)
     train.set_defaults(func=_train)
 
@@ -403,21 +431,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser(
         "eval",
-        help="pass@k, majority vote and best-of-n accuracy",
+        help="pass@k, majority vote, best-of-n and verified best-of-n accuracy",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ev._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
-    ev.add_argument("--model", default=str(DATA_DIR / "tiny_adder"), help="model directory")
     ev.add_argument(
-        "--data", default=str(DATA_DIR / "addition_eval.jsonl"), help="JSONL of prompt, answer"
+        "--task", choices=sorted(TASKS), default="addition", help="embedded task (the defaults)"
     )
+    ev.add_argument("--model", default=None, help="model directory (none: the task's)")
+    ev.add_argument("--data", default=None, help="JSONL of prompt, answer (none: the task's)")
     ev.add_argument(
         "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
     )
     ev.add_argument("-n", type=int, default=8, help="samples per prompt")
     ev.add_argument("-k", type=int, default=1, help="k of pass@k")
     ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
-    ev.add_argument("--max-new-tokens", type=int, default=4, help="longest completion")
+    ev.add_argument(
+        "--max-new-tokens", type=int, default=None, help="longest completion (none: the task's)"
+    )
     ev.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
     ev.add_argument("--batch-size", type=int, default=None, help="rows per generate call")
     ev.add_argument("--seed", type=int, default=0, help="sampling seed")

@@ -425,24 +425,25 @@ class ProcessReward:
 
 
 # ---------------------------------------------------------------------- test time
-def verified_pick(answers: Sequence[str], steps: Steps) -> int:
+def verified_pick(answers: Sequence[str], has_wrong: Sequence[bool]) -> int:
     """Verified best-of-n: the sample to answer with, among one prompt's ``n``.
 
-    Samples with no wrong step are preferred: the pick is the majority answer
-    among them (all samples when every one has a wrong step), the first
-    sample giving it. No gold is needed.
+    Samples with no wrong step (``has_wrong``, from :attr:`Steps.has_wrong`)
+    are preferred: the pick is the majority answer among them (among all
+    samples when every one has a wrong step), the first sample giving it. No
+    gold is needed.
 
     Examples
     --------
     >>> s = check_steps(["2+2=5 #### 5", "2+2=5 #### 5", "2+2=4 #### 4"])
-    >>> verified_pick(["5", "5", "4"], s)
+    >>> verified_pick(["5", "5", "4"], s.has_wrong)
     2
     """
-    if len(answers) != len(steps):
-        raise InvalidInputError(f"{len(answers)} answers but {len(steps)} completions")
-    if not answers:
+    wrong = np.asarray(has_wrong, bool)
+    if len(answers) != len(wrong):
+        raise InvalidInputError(f"{len(answers)} answers but {len(wrong)} has_wrong flags")
+    if not len(answers):
         raise InvalidInputError("no samples to pick from")
-    ok = ~steps.has_wrong
-    pool = np.flatnonzero(ok) if ok.any() else np.arange(len(answers))
+    pool = np.flatnonzero(~wrong) if not wrong.all() else np.arange(len(answers))
     top, _ = Counter(answers[i] for i in pool).most_common(1)[0]
     return int(next(i for i in pool if answers[i] == top))

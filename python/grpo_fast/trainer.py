@@ -42,14 +42,17 @@ from grpo_fast.errors import InvalidInputError
 from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
 from grpo_fast.metrics import MetricsWriter, read_metrics
 from grpo_fast.modeling import Packed, completion_logprobs, load_model, load_tokenizer, pack
+from grpo_fast.names import STEP_SPLITS
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
 from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
+from grpo_fast.steps import ProcessReward, check_steps
 
 __all__ = [
     "DATA_DIR",
     "Trainer",
     "TrainerConfig",
     "build_optimizer",
+    "build_process_reward",
     "build_prompt_order",
     "build_sampler",
     "build_scheduler",
@@ -115,6 +118,22 @@ class TrainerConfig:
     )
     scale: Literal[SCALES] = field(  # type: ignore[valid-type]
         default="group", metadata=_doc("advantage std scaling")
+    )
+    process_reward: str | None = field(
+        default=None,
+        metadata=_doc(
+            "step rewards turned into token advantages added to the outcome ones (process "
+            "supervision): 'arithmetic' (grpo_fast.check_steps) or a dotted path to a step scorer"
+        ),
+    )
+    process_reward_weight: float = field(
+        default=1.0, metadata=_doc("weight of the process advantages")
+    )
+    process_split: Literal[STEP_SPLITS] = field(  # type: ignore[valid-type]
+        default="lines", metadata=_doc("how a completion splits into steps")
+    )
+    process_split_pattern: str | None = field(
+        default=None, metadata=_doc("the regex between steps, with --process-split regex")
     )
     # Loss.
     loss_type: Literal[LOSS_TYPES] = field(  # type: ignore[valid-type]
@@ -218,6 +237,7 @@ class TrainerConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(bool(self.reward), "reward: name at least one reward (e.g. 'math')")
         RunRewards.build(list(self.reward), max_new_tokens=self.max_new_tokens)
+        build_process_reward(self)
         model = Path(self.model)
         need(
             (model / "config.json").is_file(),
@@ -282,6 +302,19 @@ def build_scheduler(cfg: TrainerConfig, optimizer: torch.optim.Optimizer) -> Any
         optimizer,
         num_warmup_steps=cfg.warmup_steps,
         num_training_steps=cfg.max_steps * cfg.num_iterations,
+    )
+
+
+def build_process_reward(cfg: TrainerConfig) -> ProcessReward | None:
+    """The run's process reward (``--process-reward``), or None for outcome rewards only."""
+    if cfg.process_reward is None:
+        check_steps([], cfg.process_split, pattern=cfg.process_split_pattern)  # the split's checks
+        return None
+    return ProcessReward(
+        cfg.process_reward,
+        weight=cfg.process_reward_weight,
+        split=cfg.process_split,
+        pattern=cfg.process_split_pattern,
     )
 
 
@@ -361,6 +394,7 @@ class Trainer:
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
+        self.process = build_process_reward(cfg)
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
         self.model = (model if model is not None else load_model(cfg.model)).to(self.device).train()
         set_cpu_threads(cfg.torch_threads, self.model, self.device)
@@ -460,7 +494,14 @@ class Trainer:
                     frac_zero_std=float(adv.frac_zero_std),
                 )
             mine = slice(dist.rank * P * G, (dist.rank + 1) * P * G)
-            batch = Batch(idx, comp, scores.total, scores.columns, adv.advantages[mine])
+            advantages = adv.advantages[mine]
+            if self.process is not None:  # [P * G, T]: outcome + weight * process
+                groups = np.repeat(np.arange(P), G)
+                advantages, step_stats = self.process.token_advantages(
+                    comp.texts, comp.completion_ids, self.tokenizer, groups, advantages, rows
+                )
+                stats.update(step_stats if r == 0 else {})
+            batch = Batch(idx, comp, scores.total, scores.columns, advantages)
             if not cfg.dynamic_sampling:
                 kept.append(batch)
                 break
@@ -496,7 +537,8 @@ class Trainer:
             self.tokenizer.pad_token_id,
             self.device,
         )
-        adv = torch.from_numpy(batch.advantages.astype(np.float32)).to(self.device)
+        adv = torch.from_numpy(batch.token_advantages(packed.completion_mask.shape[1]))
+        adv = adv.to(self.device)
         with torch.no_grad():
             old_logp = self.logprobs(self.model, packed)[0] if cfg.num_iterations > 1 else None
             ref_logp = None if self.ref_model is None else self.logprobs(self.ref_model, packed)[0]
