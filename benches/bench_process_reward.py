@@ -16,7 +16,7 @@ curves (mean and min-max over seeds) to one figure, the numbers to a JSON
 file, and prints how many steps outcome + process needed to reach the
 outcome-only run's final accuracy (the goal: at most 70% of them).
 
-    .venv/bin/python benches/bench_process_reward.py [--steps 300] [--workers 2]
+    .venv/bin/python benches/bench_process_reward.py [--steps 100] [--workers 2]
 
 Runs are processes (``--workers`` at a time, one torch thread each), so the
 wall time is about ``6 runs x per-run time / workers``.
@@ -51,6 +51,8 @@ def run(variant: str, seed: int, args: argparse.Namespace, out: str) -> dict:
         prompts_per_step=args.prompts,
         num_generations=args.group,
         learning_rate=args.lr,
+        warmup_steps=args.warmup,
+        temperature=args.temperature,
         seed=seed,
         eval_every=args.eval_every,
         eval_size=args.eval_size,
@@ -95,7 +97,17 @@ def summarise(results: list[dict], args: argparse.Namespace) -> dict:
     summary = {
         "config": {
             k: getattr(args, k)
-            for k in ("steps", "prompts", "group", "lr", "weight", "eval_every", "eval_size")
+            for k in (
+                "steps",
+                "prompts",
+                "group",
+                "lr",
+                "warmup",
+                "temperature",
+                "weight",
+                "eval_every",
+                "eval_size",
+            )
         },
         "seeds": args.seeds,
         "steps": steps.tolist(),
@@ -131,7 +143,7 @@ def plot(summary: dict, path: Path) -> None:
     ax.set_ylabel(f"held-out accuracy (greedy, {c['eval_size']} prompts)")
     ax.set_title(
         f"chain-of-sums task: {c['prompts']} prompts x {c['group']} samples, lr {c['lr']:g}, "
-        f"weight {c['weight']:g}",
+        f"T {c['temperature']:g}, process weight {c['weight']:g}",
         fontsize=9,
     )
     ax.legend(loc="lower right", fontsize=8)
@@ -142,14 +154,16 @@ def plot(summary: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--prompts", type=int, default=8, help="prompts per step")
+    parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
     parser.add_argument("--group", type=int, default=8, help="samples per prompt")
-    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--warmup", type=int, default=10, help="linear warmup steps")
+    parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature")
     parser.add_argument("--weight", type=float, default=1.0, help="process advantage weight")
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--eval-size", type=int, default=300)
+    parser.add_argument("--eval-every", type=int, default=20)
+    parser.add_argument("--eval-size", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=HERE / "process_reward")
     args = parser.parse_args()

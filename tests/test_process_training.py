@@ -117,7 +117,7 @@ def _comparable(history):
 
 
 def test_process_weight_zero_trains_exactly_as_outcome_only(make_config):
-    common = dict(**CHAIN, max_steps=2, prompts_per_step=2, num_generations=4, seed=3)
+    common = dict(**CHAIN, max_steps=2, prompts_per_step=2, num_generations=4, seed=3, eval_size=4)
     outcome = Trainer(make_config(**common)).train()
     zero = Trainer(
         make_config(**common, process_reward="arithmetic", process_reward_weight=0.0)

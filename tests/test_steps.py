@@ -388,9 +388,16 @@ def _half_points(completions, steps, **columns):
 
 
 def test_process_reward_takes_a_user_scorer():
-    p = ProcessReward(_half_points)
-    steps, r = p.step_rewards(["a\nb", "c"], rows=[{"answer": "1"}] * 2)
+    seen = {}
+
+    def scorer(completions, steps, **columns):
+        seen.update(columns)
+        return _half_points(completions, steps)
+
+    p = ProcessReward(scorer)
+    steps, r = p.step_rewards(["a\nb", "c"], rows=[{"prompt": "q", "answer": "1"}] * 2)
     assert np.isnan(r[0]) and r[1:].tolist() == [0.5, 0.5]
+    assert seen == {"prompts": ["q", "q"], "answer": ["1", "1"]}
     p = ProcessReward(f"{__name__}._half_points")  # a dotted path, as the command line names it
     assert np.isnan(p.step_rewards(["a"])[1]).tolist() == [True]
     bad = ProcessReward(lambda completions, steps, **kw: [1.0])

@@ -316,9 +316,10 @@ class ProcessReward:
     (1) or ``wrong`` (0), and ``unchecked`` for a step with nothing to check
     (None: neutral, left out of the statistics with no contribution). Any
     other scorer is a function (or its dotted import path) called as
-    ``f(completions, steps=Steps, **columns)`` that returns one score per
-    step (``len(steps.labels)`` floats, NaN or None for neutral): a process
-    reward model of your own.
+    ``f(completions, steps=Steps, prompts=..., **columns)`` (the dataset's
+    other columns, ``answer``, ...) that returns one score per step
+    (``len(steps.labels)`` floats, NaN or None for neutral): a process reward
+    model of your own.
 
     The token advantages are ``outcome + weight * process``, the process part
     by :func:`grpo_fast.compute_process_advantages` (DeepSeekMath: step
@@ -381,8 +382,9 @@ class ProcessReward:
         if fn is None:
             return steps, steps.rewards(self.correct, self.wrong, self.unchecked)
         columns: dict[str, list[Any]] = {}
-        if rows:
-            columns = {k: [r.get(k) for r in rows] for k in rows[0]}
+        if rows:  # as the trainer calls TRL-style rewards: prompts, then the other columns
+            columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
+            columns["prompts"] = [r.get("prompt") for r in rows]
         out = list(fn(list(completions), steps=steps, **columns))
         if len(out) != len(steps.labels):
             raise InvalidInputError(

@@ -132,13 +132,14 @@ fn check(steps: &StepRewards<'_>, lengths: &[i64], width: usize, n: usize) -> Re
                 "lengths[{i}] is {len}; expected a token count in 0..={width} (the width)"
             )));
         }
-        for s in offsets[i] as usize..offsets[i + 1] as usize {
-            if !(0..len).contains(&ends[s]) {
-                return Err(invalid(format!(
-                    "step_ends[{s}] is {}, outside completion {i}'s {len} tokens",
-                    ends[s]
-                )));
-            }
+        let lo = offsets[i] as usize;
+        let hi = offsets[i + 1] as usize;
+        if let Some(k) = ends[lo..hi].iter().position(|e| !(0..len).contains(e)) {
+            return Err(invalid(format!(
+                "step_ends[{}] is {}, outside completion {i}'s {len} tokens",
+                lo + k,
+                ends[lo + k]
+            )));
         }
     }
     if let Some(s) = rewards.iter().position(|r| r.is_infinite()) {
@@ -180,7 +181,7 @@ pub fn process_advantages(
             });
         }
     }
-    if !(params.eps.is_finite() && params.eps >= 0.0) || !params.process_weight.is_finite() {
+    if !(params.eps.is_finite() && params.eps >= 0.0 && params.process_weight.is_finite()) {
         return Err(invalid(format!(
             "eps must be a finite number >= 0 and process_weight finite; got eps={}, \
              process_weight={}",
