@@ -199,7 +199,7 @@ def test_bad_input_is_named():
         check_steps(["1=1"], "regex")
     with pytest.raises(InvalidInputError, match="only used with split"):
         check_steps(["1=1"], "lines", pattern=",")
-    with pytest.raises(InvalidInputError, match="bad split pattern"):
+    with pytest.raises(InvalidInputError, match=r"^bad split pattern \"\(\": unclosed group$"):
         check_steps(["1=1"], "regex", pattern="(")
     with pytest.raises(InvalidInputError, match="matches the empty string"):
         check_steps(["1=1"], "regex", pattern=",*")
@@ -379,7 +379,9 @@ def test_process_reward_spec_checks_its_options():
     with pytest.raises(InvalidInputError, match="needs a pattern"):
         ProcessReward(split="regex")
     with pytest.raises(InvalidInputError, match="cannot be imported"):
-        ProcessReward("no_such_module.scorer").step_rewards(["1=1"])
+        ProcessReward("no_such_module.scorer")
+    with pytest.raises(InvalidInputError, match="is not a function"):
+        ProcessReward("grpo_fast.steps.PROCESS_REWARDS")
 
 
 def _half_points(completions, steps, **columns):

@@ -224,8 +224,9 @@ def _train(args: argparse.Namespace) -> int:
     if trainer.is_main:
         print(
             f"grpo-fast train: {len(trainer.train_rows)} prompts x {cfg.num_generations} samples, "
-            f"{cfg.max_steps} steps, rewards {', '.join(trainer.rewards.names)}, "
-            f"writing {cfg.output_dir}/",
+            f"{cfg.max_steps} steps, rewards {', '.join(trainer.rewards.names)}"
+            + (f" + process {cfg.process_reward}" if cfg.process_reward else "")
+            + f", writing {cfg.output_dir}/",
             flush=True,
         )
     history = trainer.train()

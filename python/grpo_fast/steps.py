@@ -359,6 +359,7 @@ class ProcessReward:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
                 raise InvalidInputError(f"{name} must be a finite number, got {v!r}")
         _options(self.split, self.pattern, None, None)  # checks split and pattern
+        self._scorer()  # a dotted path that does not import fails here, at start-up
 
     def _scorer(self) -> StepScorer | None:
         if not isinstance(self.scorer, str):
@@ -367,11 +368,14 @@ class ProcessReward:
             return None
         module, _, attr = self.scorer.rpartition(".")
         try:
-            return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+            fn = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as e:
             raise InvalidInputError(
                 f"process reward {self.scorer!r} cannot be imported: {e}"
             ) from None
+        if not callable(fn):
+            raise InvalidInputError(f"process reward {self.scorer!r} is not a function")
+        return fn  # type: ignore[no-any-return]
 
     def step_rewards(
         self, completions: Sequence[str], rows: Sequence[Mapping[str, Any]] | None = None

@@ -66,7 +66,17 @@ impl Split {
                     .size_limit(REGEX_SIZE_LIMIT)
                     .dfa_size_limit(REGEX_SIZE_LIMIT)
                     .build()
-                    .map_err(|e| CoreError::InvalidParameter(format!("bad split pattern: {e}")))?;
+                    .map_err(|e| {
+                        // The regex crate's message draws a caret under the
+                        // pattern over several lines; its last line says what is wrong.
+                        let text = e.to_string();
+                        let why = text.lines().rev().find(|l| !l.trim().is_empty());
+                        let why = why
+                            .unwrap_or("invalid")
+                            .trim()
+                            .trim_start_matches("error: ");
+                        CoreError::InvalidParameter(format!("bad split pattern {p:?}: {why}"))
+                    })?;
                 if re.is_match("") {
                     return Err(CoreError::InvalidParameter(format!(
                         "split pattern {p:?} matches the empty string; it must match the text \
