@@ -16,7 +16,7 @@ curves (mean and min-max over seeds) to one figure, the numbers to a JSON
 file, and prints how many steps outcome + process needed to reach the
 outcome-only run's final accuracy (the goal: at most 70% of them).
 
-    .venv/bin/python benches/bench_process_reward.py [--steps 100] [--workers 2]
+    .venv/bin/python benches/bench_process_reward.py [--steps 150] [--lr 5e-5] [--workers 2]
 
 Runs are processes (``--workers`` at a time, one torch thread each), so the
 wall time is about ``6 runs x per-run time / workers``.
@@ -73,7 +73,9 @@ def run(variant: str, seed: int, args: argparse.Namespace, out: str) -> dict:
         "seed": seed,
         "curve": curve,
         "seconds": seconds,
+        # On-policy (sampled) share of right answers and, with process rewards, of wrong steps.
         "solve_rate": [r["solve_rate"] for r in train],
+        "frac_wrong_steps": [r.get("steps/frac_wrong") for r in train],
     }
 
 
@@ -120,6 +122,14 @@ def summarise(results: list[dict], args: argparse.Namespace) -> dict:
             steps_to_reach(steps, p, float(o[-1])) for o, p in zip(out_acc, pro_acc, strict=True)
         ],
         "seconds": {f"{r['variant']}-{r['seed']}": round(r["seconds"], 1) for r in results},
+        # Per run, the sampled solve rate averaged over blocks of `eval_every` steps.
+        "train_solve_rate": {
+            f"{r['variant']}-{r['seed']}": [
+                round(float(np.mean(r["solve_rate"][k : k + args.eval_every])), 4)
+                for k in range(0, len(r["solve_rate"]), args.eval_every)
+            ]
+            for r in results
+        },
     }
     return summary
 
@@ -154,7 +164,7 @@ def plot(summary: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
     parser.add_argument("--group", type=int, default=8, help="samples per prompt")
@@ -162,8 +172,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10, help="linear warmup steps")
     parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature")
     parser.add_argument("--weight", type=float, default=1.0, help="process advantage weight")
-    parser.add_argument("--eval-every", type=int, default=20)
-    parser.add_argument("--eval-size", type=int, default=200)
+    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--eval-size", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=HERE / "process_reward")
     args = parser.parse_args()
