@@ -16,7 +16,12 @@ curves (mean and min-max over seeds) to one figure, the numbers to a JSON
 file, and prints how many steps outcome + process needed to reach the
 outcome-only run's final accuracy (the goal: at most 70% of them).
 
-    .venv/bin/python benches/bench_process_reward.py [--steps 150] [--lr 5e-5] [--workers 2]
+    .venv/bin/python benches/bench_process_reward.py [--steps 400] [--lr 3e-5] [--workers 2]
+
+The defaults are the run in the README (``benches/process_reward.png``);
+``benches/process_reward_short.json`` holds two shorter runs
+(``--steps 150 --prompts 4 --eval-every 25 --eval-size 300`` with ``--lr 5e-5``
+and ``--lr 3e-5``).
 
 Runs are processes (``--workers`` at a time, one torch thread each), so the
 wall time is about ``6 runs x per-run time / workers``.
@@ -164,16 +169,16 @@ def plot(summary: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
+    parser.add_argument("--prompts", type=int, default=8, help="prompts per step")
     parser.add_argument("--group", type=int, default=8, help="samples per prompt")
-    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--warmup", type=int, default=10, help="linear warmup steps")
     parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature")
     parser.add_argument("--weight", type=float, default=1.0, help="process advantage weight")
-    parser.add_argument("--eval-every", type=int, default=25)
-    parser.add_argument("--eval-size", type=int, default=300)
+    parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--eval-size", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=HERE / "process_reward")
     args = parser.parse_args()
