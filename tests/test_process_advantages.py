@@ -125,10 +125,12 @@ def test_matches_the_paper_formula(batch, scale, unbiased, eps, weight, with_out
 
 
 @settings(max_examples=100, deadline=None)
-@given(batches(), st.floats(-100, 100))
+@given(batches(), st.integers(-100, 100))
 def test_shifting_a_group_changes_nothing(batch, shift):
     rewards, ends, offsets, gids, lengths, width = batch
-    r = np.array(rewards, np.float64)
+    # Multiples of 1/16 stay exact in float32 (the step rewards' type) after the shift;
+    # differences below float32's resolution at 100 would vanish in the sum.
+    r = np.round(np.array(rewards, np.float64) * 16) / 16
     a = grpo_fast.compute_process_advantages(r, ends, offsets, gids, lengths, width=width)
     b = grpo_fast.compute_process_advantages(r + shift, ends, offsets, gids, lengths, width=width)
     np.testing.assert_allclose(a.advantages, b.advantages, rtol=1e-4, atol=1e-3)
