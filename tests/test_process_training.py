@@ -32,17 +32,26 @@ from grpo_fast.trainer import Trainer  # noqa: E402
 CHAIN = {**TASKS["chain"], "max_new_tokens": 40}
 
 
+def char_tokens(ids: list[int], special: list[int]) -> list[int]:
+    """The token holding each character of the decoded text: the embedded chain
+    tokenizer has one character per token, but special tokens (a ``<pad>`` the
+    sampler may draw mid-completion, the final ``<eos>``) decode to nothing."""
+    return [t for t, tok in enumerate(ids) if tok not in special]
+
+
 def chain_steps(text: str) -> list[tuple[int, float]]:
     """(end character, reward) of each comma-separated step: 1.0 when every ``a+b=c``
-    in it holds, 0.0 when one does not, NaN without one."""
+    in it holds, 0.0 when one does not, NaN without one (a slip like ``107++67`` is
+    107 + (+67))."""
     out = []
     for m in re.finditer(r"[^,]+", text):
         piece = m.group()
         if not piece.strip():
             continue
         end = m.start() + len(piece.rstrip())
-        claims = re.findall(r"(\d+)\+(\d+)=(\d+)", piece)
-        r = np.nan if not claims else float(all(int(a) + int(b) == int(c) for a, b, c in claims))
+        claims = re.findall(r"(\d+(?:\++\d+)+)=(\d+)", piece)
+        holds = [sum(int(x) for x in re.split(r"\++", lhs)) == int(c) for lhs, c in claims]
+        r = np.nan if not claims else float(all(holds))
         out.append((end, r))
     return out
 
@@ -69,10 +78,11 @@ def test_one_process_step_matches_hand_computation(make_config):
     assert all(len(ids) >= len(t) for ids, t in zip(comp.completion_ids, comp.texts, strict=True))
 
     rewards, ends, offsets = [], [], [0]
-    for text in comp.texts:
+    for text, ids in zip(comp.texts, comp.completion_ids, strict=True):
+        holds = char_tokens(ids, trainer.tokenizer.all_special_ids)
         for end, r in chain_steps(text):
             rewards.append(r)
-            ends.append(end - 1)  # the token holding the step's last character
+            ends.append(holds[end - 1])  # the token holding the step's last character
         offsets.append(len(rewards))
     assert 0 < np.nanmean(rewards) < 1, "the seed should give steps both right and wrong"
     r_out = batch.rewards.reshape(-1, G).astype(np.float64)

@@ -149,16 +149,37 @@ class Steps:
         ``steps/frac_unchecked``, ``steps/frac_with_error`` (of completions) and
         ``steps/first_error`` (mean index of the first wrong step, NaN when none).
         """
-        n, s = len(self), len(self.labels)
+        return _metrics(self.counts())
+
+    def counts(self) -> npt.NDArray[np.float64]:
+        """What :meth:`metrics` is made of, float64 [6]: completions, steps, wrong
+        steps, unchecked steps, completions with a wrong step, and the sum of their
+        first wrong steps' indices. Counts of several batches add up."""
         first = self.first_error
         has = first >= 0
-        return {
-            "steps/per_completion": s / n if n else float("nan"),
-            "steps/frac_wrong": float(np.mean(self.labels == WRONG)) if s else float("nan"),
-            "steps/frac_unchecked": float(np.mean(self.labels == UNCHECKED)) if s else float("nan"),
-            "steps/frac_with_error": float(np.mean(has)) if n else float("nan"),
-            "steps/first_error": float(np.mean(first[has])) if has.any() else float("nan"),
-        }
+        return np.array(
+            [
+                len(self),
+                len(self.labels),
+                np.sum(self.labels == WRONG),
+                np.sum(self.labels == UNCHECKED),
+                np.sum(has),
+                np.sum(first[has]),
+            ],
+            np.float64,
+        )
+
+
+def _metrics(counts: npt.NDArray[np.float64]) -> dict[str, float]:
+    n, s, wrong, unchecked, with_error, first = counts.tolist()
+    nan = float("nan")
+    return {
+        "steps/per_completion": s / n if n else nan,
+        "steps/frac_wrong": wrong / s if s else nan,
+        "steps/frac_unchecked": unchecked / s if s else nan,
+        "steps/frac_with_error": with_error / n if n else nan,
+        "steps/first_error": first / with_error if with_error else nan,
+    }
 
 
 def _options(split: str, pattern: str | None, rel_tol: float | None, max_length: int | None) -> Any:
@@ -409,25 +430,54 @@ class ProcessReward:
         group_ids: Any,
         outcome: Any = None,
         rows: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        scale: str = "group",
+        dist: Any = None,
     ) -> tuple[npt.NDArray[np.float32], dict[str, float]]:
         """``[N, T]`` advantages (``T`` the longest completion) and the step metrics.
 
-        ``outcome`` ([N], the outcome advantages) is added on each row's tokens.
+        ``outcome`` ([N], the outcome advantages) is added on each row's tokens;
+        ``scale`` normalises the step rewards as
+        :func:`grpo_fast.compute_process_advantages` does.
+
+        ``dist`` (a :class:`grpo_fast.distributed.Distributed`, torchrun's
+        process group) makes the call collective: each rank passes its own
+        completions, with group ids that are unique across ranks; the steps of
+        every rank are gathered, the advantages computed over the whole step
+        (``scale="batch"``: one std over every rank's steps), and each rank gets
+        its own rows back, with the whole step's metrics.
         """
         from grpo_fast.advantages import compute_process_advantages
 
         steps, rewards = self.step_rewards(completions, rows)
         lengths = np.array([len(c) for c in completion_ids], np.int64)
+        part = {
+            "rewards": rewards,
+            "ends": token_ends(steps, completion_ids, tokenizer),
+            "num_steps": steps.num_steps,
+            "lengths": lengths,
+            "groups": np.asarray(group_ids),
+            "outcome": None if outcome is None else np.asarray(outcome, np.float64),
+            "counts": steps.counts(),
+        }
+        many = dist is not None and dist.enabled
+        parts = dist.gather_lists([part]) if many else [part]
+        start = sum(len(q["lengths"]) for q in parts[: dist.rank if many else 0])
+        cat = lambda key: np.concatenate([q[key] for q in parts])  # noqa: E731
+        offsets = np.concatenate([[0], np.cumsum(cat("num_steps"))])
         out = compute_process_advantages(
-            rewards,
-            token_ends(steps, completion_ids, tokenizer),
-            steps.offsets,
-            group_ids,
-            lengths,
-            outcome=outcome,
+            cat("rewards"),
+            cat("ends"),
+            offsets,
+            cat("groups"),
+            cat("lengths"),
+            outcome=None if outcome is None else cat("outcome"),
             process_weight=self.weight,
+            scale=scale,
         )
-        return out.advantages, steps.metrics()
+        width = int(lengths.max()) if lengths.size else 0
+        mine = np.ascontiguousarray(out.advantages[start : start + len(lengths), :width])
+        return mine, _metrics(sum(q["counts"] for q in parts))
 
 
 # ---------------------------------------------------------------------- test time

@@ -38,6 +38,21 @@ pub enum Estimator {
     /// Only the best rollout of a group gets `max - second max` (pass@k
     /// training, as verl's `grpo_passk`).
     GrpoPassk,
+    /// `r - b`, `b` the reward of the prompt's greedy completion (ReMax);
+    /// in `crate::baseline`, like the two below.
+    Remax,
+    /// `r - sum_g(l r) / sum_g(l)`, `l` the completion lengths (OPO).
+    Opo,
+    /// `(r - mean_g)` scaled up by the share of rollouts with signal (GPG).
+    Gpg,
+}
+
+impl Estimator {
+    /// Computed by [`crate::baseline::compute`]: the baseline is not the
+    /// group's moments alone (given baselines, lengths, a batch-wide count).
+    pub fn is_baselined(self) -> bool {
+        matches!(self, Estimator::Remax | Estimator::Opo | Estimator::Gpg)
+    }
 }
 
 /// What the centred reward of `grpo` / `grpo_passk` is divided by.
@@ -546,6 +561,8 @@ fn coeff(acc: &Acc, params: &Params, batch_divisor: f64) -> Coeff {
             mul: 1.0 / (batch_divisor + params.eps),
             winner: None,
         },
+        // Never reached: compute_into refuses them.
+        Estimator::Remax | Estimator::Opo | Estimator::Gpg => Coeff::default(),
         Estimator::GrpoPassk => {
             let gap = acc.max - acc.second;
             Coeff {
@@ -851,6 +868,12 @@ pub fn compute_into<R: Reward>(
     advantages: &mut [f32],
     keep: &mut [bool],
 ) -> Result<(GroupStats, f64)> {
+    if params.estimator.is_baselined() {
+        return Err(CoreError::InvalidParameter(format!(
+            "estimator '{}' is computed by baseline::compute",
+            <&str>::from(params.estimator)
+        )));
+    }
     validate_shape(rewards, groups, params)?;
     if advantages.len() != rewards.len() || keep.len() != rewards.len() {
         return Err(CoreError::InvalidParameter(format!(
