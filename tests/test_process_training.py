@@ -146,6 +146,120 @@ def test_process_weight_zero_trains_exactly_as_outcome_only(make_config):
     assert "steps/frac_wrong" not in outcome[1]
 
 
+#: What :func:`last_digit_steps` was called with, for the test below.
+SEEN: list = []
+
+
+def last_digit_steps(completions, steps, prompts, answer, **columns):
+    """A step scorer of one's own (``--process-reward test_process_training.last_digit_steps``):
+    1 for a step whose last digit is the answer's, else 0."""
+    SEEN.append((completions, prompts, answer))
+    return [
+        float(completions[i][end - 1] == answer[i][-1])
+        for i in range(len(steps))
+        for _, end, _ in steps.spans(i)
+    ]
+
+
+def test_a_step_scorer_on_conversational_prompts(make_config):
+    """Conversations (the embedded chat template): the step scorer gets the messages as
+    ``prompts`` and the completions as text (the steps' spans index them), and the
+    advantages are DeepSeekMath's over its scores."""
+    G = 4
+    rows = [
+        {"prompt": [{"role": "user", "content": f"{a}+{b}="}], "answer": str(a + b)}
+        for a in (12, 23, 31)
+        for b in (4, 40)
+    ]
+    cfg = make_config(
+        process_reward="test_process_training.last_digit_steps",
+        process_reward_weight=0.5,
+        prompts_per_step=2,
+        num_generations=G,
+        seed=2,
+        eval_size=2,
+    )
+    trainer = Trainer(cfg, train_rows=rows, eval_rows=rows[:2])
+    SEEN.clear()
+    trainer.step()
+    batch = trainer.last_batch
+    comp = batch.completions
+    completions, prompts, answer = SEEN[-1]
+    assert completions == comp.texts
+    assert prompts == [rows[i]["prompt"] for i in batch.prompt_index for _ in range(G)]
+    assert answer == [rows[i]["answer"] for i in batch.prompt_index for _ in range(G)]
+
+    # The reference: each non-blank line, trimmed, is a step; one token per character.
+    rewards, ends, offsets = [], [], [0]
+    prompt_of = np.repeat(batch.prompt_index, G)
+    for i, text, ids in zip(prompt_of, comp.texts, comp.completion_ids, strict=True):
+        holds = char_tokens(ids, trainer.tokenizer.all_special_ids)
+        for m in re.finditer(r"[^\n]+", text):
+            piece = m.group().strip()
+            if piece:
+                end = m.start() + len(m.group().rstrip())
+                rewards.append(float(piece[-1] == rows[i]["answer"][-1]))
+                ends.append(holds[end - 1])
+        offsets.append(len(rewards))
+    r_out = batch.rewards.reshape(-1, G).astype(np.float64)
+    outcome = (
+        (r_out - r_out.mean(1, keepdims=True)) / (r_out.std(1, ddof=1, keepdims=True) + 1e-6)
+    ).ravel()
+    outcome[np.repeat(r_out.std(1) == 0, G)] = 0.0
+    lengths = [len(ids) for ids in comp.completion_ids]
+    want, norm = reference(
+        np.array(rewards),
+        ends,
+        offsets,
+        np.repeat(np.arange(2), G),
+        lengths,
+        max(lengths),
+        outcome=outcome,
+        weight=0.5,
+    )
+    assert np.any(norm != 0), "the seed should give steps scored 1 and 0 in a group"
+    np.testing.assert_allclose(batch.advantages, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_chain_task_resumes_as_if_uninterrupted(tmp_path):
+    """Process rewards, dynamic sampling (per-token advantages concatenated) and a
+    checkpoint in the middle: the resumed run logs what the uninterrupted one does."""
+    from grpo_fast.trainer import TrainerConfig
+
+    common = dict(
+        **CHAIN,
+        process_reward="arithmetic",
+        prompts_per_step=2,
+        num_generations=4,
+        eval_size=8,
+        eval_every=2,
+        save_every=2,
+        dynamic_sampling=True,
+        max_refill_rounds=1,
+        seed=4,
+        progress=False,
+        plot=False,
+    )
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    Trainer(TrainerConfig(output_dir=str(whole), max_steps=3, **common)).train()
+    Trainer(TrainerConfig(output_dir=str(split), max_steps=2, **common)).train()
+    torch.manual_seed(99)  # a fresh process's global RNGs
+    np.random.seed(99)  # noqa: NPY002 (the global state the trainer restores)
+    Trainer(TrainerConfig(output_dir=str(split), max_steps=3, resume="auto", **common)).train()
+
+    skip = re.compile(r"^(time_|tokens_per_s)")
+    a, b = (
+        [
+            {k: v for k, v in r.items() if not skip.match(k)}
+            for r in read_metrics(d / "metrics.jsonl")
+        ]
+        for d in (whole, split)
+    )
+    assert [r["step"] for r in a] == [0, 1, 2, 3]
+    assert all("steps/frac_wrong" in r for r in a[1:])
+    assert a == b
+
+
 def test_process_options_are_checked(make_config):
     with pytest.raises(InvalidInputError, match="needs a pattern"):
         Trainer(make_config(process_reward="arithmetic", process_split="regex"))

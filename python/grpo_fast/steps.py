@@ -338,7 +338,9 @@ class ProcessReward:
     (None: neutral, left out of the statistics with no contribution). Any
     other scorer is a function (or its dotted import path) called as
     ``f(completions, steps=Steps, prompts=..., **columns)`` (the dataset's
-    other columns, ``answer``, ...) that returns one score per step
+    other columns, ``answer``, ...; ``completions`` are the texts the steps'
+    spans index, also for conversational prompts, which come as their
+    messages) that returns one score per step
     (``len(steps.labels)`` floats, NaN or None for neutral): a process reward
     model of your own.
 
