@@ -10,17 +10,20 @@ the modules that need torch and transformers (``grpo_fast.trainer``,
 import importlib as _importlib
 from typing import Any as _Any
 
-from grpo_fast import errors, names, rewards
+from grpo_fast import errors, names, rewards, steps
 from grpo_fast._core import __version__, get_num_threads, set_num_threads
 from grpo_fast.advantages import (
     AdvantageResult,
     Groups,
+    ProcessAdvantageResult,
     broadcast_to_tokens,
     compute_advantages,
+    compute_process_advantages,
     group,
 )
 from grpo_fast.errors import GrpoFastError, InternalError, InvalidInputError
 from grpo_fast.rewards import Rewards, RewardScores, combine, score_batch
+from grpo_fast.steps import Steps, check_steps
 from grpo_fast.verify import (
     Answer,
     Extraction,
@@ -72,6 +75,11 @@ __all__ = [
     "__version__",
     "broadcast_to_tokens",
     "compute_advantages",
+    "compute_process_advantages",
+    "check_steps",
+    "ProcessAdvantageResult",
+    "Steps",
+    "steps",
     "errors",
     "names",
     "Answer",

@@ -12,6 +12,11 @@ SCALES: tuple[str, ...]
 RULES: tuple[str, ...]
 DEFAULT_RULES: tuple[str, ...]
 REWARD_KINDS: tuple[str, ...]
+STEP_SPLITS: tuple[str, ...]
+# Step labels of check_steps (rust/core/src/steps.rs).
+STEP_CORRECT: int
+STEP_WRONG: int
+STEP_UNCHECKED: int
 # pyo3 sets __all__ at runtime; stubtest checks it against this list.
 __all__ = [
     "AdvantageResult",
@@ -23,14 +28,21 @@ __all__ = [
     "RewardSet",
     "RewardSpec",
     "SCALES",
+    "STEP_CORRECT",
+    "STEP_SPLITS",
+    "STEP_UNCHECKED",
+    "STEP_WRONG",
+    "StepOptions",
     "VerifyOptions",
     "__version__",
+    "check_steps",
     "compute_advantages",
     "extract_answer",
     "extract_gold",
     "get_num_threads",
     "group_ids",
     "parse",
+    "process_advantages",
     "set_num_threads",
     "verify",
     "verify_batch",
@@ -175,3 +187,50 @@ class RewardSet:
         lengths: npt.NDArray[np.int64] | None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
     def __len__(self) -> int: ...
+
+# Process supervision (rust/python/src/steps.rs).
+@final
+class StepOptions:
+    def __new__(
+        cls,
+        split: object = None,
+        pattern: object = None,
+        rel_tol: object = None,
+        max_length: object = None,
+    ) -> StepOptions: ...
+    @property
+    def split(self) -> str: ...
+    @property
+    def pattern(self) -> str | None: ...
+    @property
+    def rel_tol(self) -> float: ...
+    @property
+    def max_length(self) -> int: ...
+
+def check_steps(
+    completions: object, options: StepOptions
+) -> tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int8],
+]: ...
+def process_advantages(
+    step_rewards: npt.NDArray[np.float32],
+    step_ends: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.int64],
+    group_ids: Any,
+    lengths: npt.NDArray[np.int64],
+    width: object,
+    outcome: npt.NDArray[np.float32] | None,
+    scale: object,
+    eps: float,
+    unbiased: bool,
+    process_weight: float,
+) -> tuple[
+    npt.NDArray[np.float32],
+    npt.NDArray[np.float32],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.float64],
+    npt.NDArray[np.int64],
+]: ...

@@ -21,8 +21,10 @@ __all__ = [
     "SCALES",
     "AdvantageResult",
     "Groups",
+    "ProcessAdvantageResult",
     "broadcast_to_tokens",
     "compute_advantages",
+    "compute_process_advantages",
     "group",
 ]
 
@@ -201,3 +203,128 @@ def broadcast_to_tokens(advantages: Any, mask: Any) -> Any:
         raise InvalidInputError(f"advantages {adv.shape} and mask {m.shape} must be [N] and [N, T]")
     dtype = adv.dtype if adv.dtype.kind == "f" else np.float32
     return adv.astype(dtype, copy=False)[:, None] * m.astype(dtype, copy=False)
+
+
+@dataclass(frozen=True)
+class ProcessAdvantageResult:
+    """Token advantages from step rewards (:func:`compute_process_advantages`).
+
+    Attributes
+    ----------
+    advantages : float32 array [N, T]
+    step_advantages : float32 array [S]
+        Each step's normalised reward (0 for a neutral step or a group
+        without signal), before ``process_weight``.
+    mean, std : float64 arrays [num_groups]
+        Of each group's rewarded steps (mean NaN when it has none).
+    num_valid : int64 array [num_groups]
+        Rewarded (non-NaN) steps per group.
+    """
+
+    advantages: np.ndarray
+    step_advantages: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    num_valid: np.ndarray
+
+
+def _int64(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise InvalidInputError(f"{name} must be a 1-D array of ints, got {arr.dtype} {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def compute_process_advantages(
+    step_rewards: Any,
+    step_ends: Any,
+    offsets: Any,
+    group_ids: Any,
+    lengths: Any,
+    *,
+    width: int | None = None,
+    outcome: Any = None,
+    process_weight: float = 1.0,
+    unchecked_reward: float | None = None,
+    scale: str = "group",
+    eps: float = 1e-6,
+    unbiased: bool = True,
+) -> ProcessAdvantageResult:
+    """Per-token advantages from per-step rewards (process supervision).
+
+    DeepSeekMath (Shao et al. 2024, section 4.1.3): the step rewards of all
+    outputs of a prompt are normalised together, ``r~ = (r - mean_g) / (std_g +
+    eps)``, and the advantage of token ``t`` of output ``i`` is the sum of
+    ``r~`` over the steps of ``i`` that end at or after ``t``. Computed in
+    Rust over the CSR layout of :func:`grpo_fast.check_steps`.
+
+    Parameters
+    ----------
+    step_rewards : array-like [S]
+        One reward per step: the checker's (:meth:`Steps.rewards`) or any
+        process reward model's. NaN or None marks a step without a reward:
+        neutral (left out of the statistics, no contribution).
+    step_ends : int array [S]
+        The token index (``0 <= end < lengths[i]``) at which each step ends
+        (:func:`grpo_fast.steps.token_ends`).
+    offsets : int array [N + 1]
+        Output ``i``'s steps are ``offsets[i]:offsets[i + 1]``.
+    group_ids : int array, list of str, or numpy str/object array [N]
+        The prompt of each output, as :func:`compute_advantages` takes them.
+    lengths : int array [N]
+        Tokens of each output; the tokens after them get 0.
+    width : int, optional
+        ``T``, the number of columns (default: the longest output).
+    outcome : array-like [N], optional
+        Per-output (outcome) advantages, added on each output's tokens:
+        the result is ``outcome + process_weight * process``.
+    process_weight : float
+    unchecked_reward : float, optional
+        The reward of a NaN step instead of treating it as neutral.
+    scale : {"group", "batch", "none"}
+        Divide the centred step rewards by the group's std, one std of every
+        rewarded step of the batch, or nothing.
+    eps, unbiased
+        As :func:`compute_advantages`: added to the std; Bessel's correction.
+
+    A group with fewer than two rewarded steps, or whose rewarded steps all
+    score the same, contributes exactly 0 (its outputs keep their outcome
+    advantage). The ``[N, T]`` result goes to
+    :func:`grpo_fast.loss.policy_loss` as it is.
+
+    Examples
+    --------
+    >>> out = compute_process_advantages(
+    ...     [1.0, 0.0, 1.0],  # output 0: a right step, a wrong one; output 1: a right one
+    ...     [1, 3, 0],        # the tokens they end at
+    ...     [0, 2, 3], [7, 7], [4, 2])
+    >>> out.advantages.astype(float).round(3).tolist()
+    [[-0.577, -0.577, -1.155, -1.155], [0.577, 0.0, 0.0, 0.0]]
+    """
+    rewards = as_float_array(step_rewards, "step_rewards").astype(np.float32)
+    if unchecked_reward is not None:
+        if not np.isfinite(unchecked_reward):
+            raise InvalidInputError(f"unchecked_reward must be finite, got {unchecked_reward!r}")
+        rewards = np.where(np.isnan(rewards), np.float32(unchecked_reward), rewards)
+    ends = _int64(step_ends, "step_ends")
+    offs = _int64(offsets, "offsets")
+    lens = _int64(lengths, "lengths")
+    if width is None:
+        width = int(lens.max()) if lens.size else 0
+    out_adv = None
+    if outcome is not None:
+        out_adv = np.ascontiguousarray(as_float_array(outcome, "outcome"), dtype=np.float32)
+    adv, step_adv, mean, std, num_valid = _core.process_advantages(
+        np.ascontiguousarray(rewards),
+        ends,
+        offs,
+        as_group_ids(group_ids),
+        lens,
+        width,
+        out_adv,
+        scale,
+        float(eps),
+        bool(unbiased),
+        float(process_weight),
+    )
+    return ProcessAdvantageResult(adv, step_adv, mean, std, num_valid)

@@ -215,19 +215,23 @@ def config_from_file(path: str, cls: type) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
+    from grpo_fast.data import TASKS
     from grpo_fast.errors import CheckpointError, TrainingInterrupted
     from grpo_fast.tracking import read_metrics
     from grpo_fast.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "config", "func")}
-    cfg = TrainerConfig.from_dict({**values, **flags})
+    skip = ("command", "config", "func", "task")
+    flags = {k: v for k, v in vars(args).items() if k not in skip}
+    task = TASKS[args.task] if args.task else {}
+    cfg = TrainerConfig.from_dict({**task, **values, **flags})
     trainer = Trainer(cfg)
     if trainer.is_main:
         print(
             f"grpo-fast train: {len(trainer.train_rows)} prompts x {cfg.num_generations} samples, "
-            f"{cfg.max_steps} steps, rewards {', '.join(trainer.rewards.names)}, "
-            f"writing {cfg.output_dir}/",
+            f"{cfg.max_steps} steps, rewards {', '.join(trainer.rewards.names)}"
+            + (f" + process {cfg.process_reward}" if cfg.process_reward else "")
+            + f", writing {cfg.output_dir}/",
             flush=True,
         )
     try:
@@ -333,6 +337,14 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
+def _answer_key(text: str) -> str:
+    """What majority vote counts: the extracted final answer, else the stripped text."""
+    import grpo_fast
+
+    found = grpo_fast.extract_answer(text)
+    return ", ".join(found.parts) if found is not None else text.strip()
+
+
 def _model_default(name: str, model: str) -> Any:
     """A ``TrainerConfig`` field's default for ``model`` (the demo's, or a real run's)."""
     from grpo_fast.defaults import is_demo_model, resolve
@@ -346,7 +358,7 @@ def _eval(args: argparse.Namespace) -> int:
     import torch
     import transformers
 
-    from grpo_fast.data import read_tasks, render_prompts
+    from grpo_fast.data import TASKS, read_tasks, render_prompts
     from grpo_fast.modeling import (
         DTYPES,
         MixedPrecision,
@@ -356,15 +368,23 @@ def _eval(args: argparse.Namespace) -> int:
     )
     from grpo_fast.rollout import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.steps import check_steps, verified_pick
     from grpo_fast.trainer import check_device
 
+    task_name = getattr(args, "task", None)
+    task = TASKS[task_name or "addition"]
+    args.model = getattr(args, "model", task["model"])
+    args.data = getattr(args, "data", task["eval_file"])
     if args.n < 1 or not 1 <= args.k <= args.n:
         raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
     check_model_name(args.model, adapters=True)
     check_device(args.device)
     max_new_tokens = getattr(args, "max_new_tokens", None)
     if max_new_tokens is None:
-        max_new_tokens = _model_default("max_new_tokens", args.model)
+        # --task gives its lengths as it does to train; else the model's default.
+        max_new_tokens = (
+            task["max_new_tokens"] if task_name else _model_default("max_new_tokens", args.model)
+        )
     dtype = getattr(args, "dtype", None) or _model_default("dtype", args.model)
     rewards = RunRewards.build(args.reward, max_new_tokens=max_new_tokens)
     rows = read_tasks(
@@ -390,11 +410,13 @@ def _eval(args: argparse.Namespace) -> int:
     # Correct: the first reward is >= 1 (the default, math: the answer is right).
     correct = (scores.columns[rewards.names[0]] >= 1.0).reshape(shape)
     total = np.nan_to_num(scores.total, nan=-np.inf).reshape(shape)
-    answers = np.array([t.strip() for t in comp.texts], dtype=object).reshape(shape)
-    majority = []
+    answers = np.array([_answer_key(t) for t in comp.texts], dtype=object).reshape(shape)
+    wrong_step = check_steps(comp.texts).has_wrong.reshape(shape)
+    majority, verified = [], []
     for i in range(len(rows)):
         top, _ = Counter(answers[i].tolist()).most_common(1)[0]
         majority.append(bool(correct[i][answers[i] == top].any()))
+        verified.append(bool(correct[i][verified_pick(answers[i].tolist(), wrong_step[i])]))
     report = {
         "prompts": len(rows),
         "n": args.n,
@@ -405,6 +427,9 @@ def _eval(args: argparse.Namespace) -> int:
         f"maj@{args.n}": float(np.mean(majority)),
         # Best-of-n: is the sample with the highest total reward correct?
         f"best_of_{args.n}": float(np.mean(correct[np.arange(len(rows)), total.argmax(1)])),
+        # Verified best-of-n: majority among the samples without a wrong step (no gold used).
+        f"verified_best_of_{args.n}": float(np.mean(verified)),
+        "frac_wrong_step": float(wrong_step.mean()),
     }
     print(json.dumps(report))
     return 0
@@ -440,7 +465,7 @@ def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     from grpo_fast import __version__
     from grpo_fast.advantages import ESTIMATORS, SCALES
-    from grpo_fast.data import DATA_DIR
+    from grpo_fast.data import TASKS
     from grpo_fast.modeling import DTYPES
     from grpo_fast.trainer import TrainerConfig
 
@@ -464,6 +489,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
     train.add_argument("--config", help="TOML or JSON file of trainer options (flags override it)")
+    train.add_argument(
+        "--task",
+        choices=sorted(TASKS),
+        default=None,
+        help="embedded task whose model, data and lengths are the defaults (the config file "
+        "and flags override them; default: none, the embedded demo: addition)",
+    )
     add_dataclass_flags(train, TrainerConfig)
     train.set_defaults(func=_train)
 
@@ -487,19 +519,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser(
         "eval",
-        help="pass@k, majority vote and best-of-n accuracy",
+        help="pass@k, majority vote, best-of-n and verified best-of-n accuracy",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ev._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
     ev.add_argument(
+        "--task",
+        choices=sorted(TASKS),
+        default=argparse.SUPPRESS,
+        help="embedded task whose model, data and lengths are the defaults (default: none, "
+        "the embedded demo: addition)",
+    )
+    ev.add_argument(
         "--model",
-        default=str(DATA_DIR / "tiny_adder"),
-        help="model directory (a checkpoint's LoRA adapters too) or Hugging Face Hub id",
+        default=argparse.SUPPRESS,
+        help="model directory (a checkpoint's LoRA adapters too) or Hugging Face Hub id "
+        "(default: the task's)",
     )
     ev.add_argument(
         "--data",
-        default=str(DATA_DIR / "addition_eval.jsonl"),
-        help="rows with a prompt and an answer: JSONL, JSON, Parquet, CSV, TSV, Arrow",
+        default=argparse.SUPPRESS,
+        help="rows with a prompt and an answer: JSONL, JSON, Parquet, CSV, TSV, Arrow "
+        "(default: the task's held-out prompts)",
     )
     ev.add_argument("--prompt-column", default="prompt", help="column of the prompts")
     ev.add_argument("--answer-column", default="answer", help="column of the gold answers")
@@ -519,7 +560,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-new-tokens",
         type=int,
         default=argparse.SUPPRESS,
-        help=f"longest completion (default: {_field_default('max_new_tokens')})",
+        help=f"longest completion (default: {_field_default('max_new_tokens')}); with "
+        "--task, the task's",
     )
     ev.add_argument(
         "--dtype",

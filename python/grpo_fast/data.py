@@ -44,6 +44,7 @@ from grpo_fast.errors import InvalidInputError
 __all__ = [
     "DATA_DIR",
     "FORMATS",
+    "TASKS",
     "check_tasks",
     "read_jsonl",
     "read_rows",
@@ -53,6 +54,28 @@ __all__ = [
 
 #: The embedded demo: a tiny model (``tiny_adder``) and 2-digit addition prompts.
 DATA_DIR = Path(__file__).resolve().parent / "data"
+
+#: The embedded tasks, as trainer options (``grpo-fast train --task NAME``; flags and a
+#: config file override them): ``addition`` (the default: 2-digit sums, the answer
+#: alone) and ``chain`` (sums of 4 or 5 two-digit numbers answered as a chain of
+#: partial sums, ``37+45=82, 82+19=101 #### 101``, one step per partial sum; made by
+#: ``scripts/make_chain_model.py``).
+TASKS: dict[str, dict[str, Any]] = {
+    "addition": {
+        "model": str(DATA_DIR / "tiny_adder"),
+        "train_file": str(DATA_DIR / "addition_train.jsonl"),
+        "eval_file": str(DATA_DIR / "addition_eval.jsonl"),
+        "max_new_tokens": 4,
+    },
+    "chain": {
+        "model": str(DATA_DIR / "tiny_chain"),
+        "train_file": str(DATA_DIR / "chain_train.jsonl"),
+        "eval_file": str(DATA_DIR / "chain_eval.jsonl"),
+        "max_new_tokens": 64,
+        "process_split": "regex",
+        "process_split_pattern": r",\s*",
+    },
+}
 
 #: File suffixes and the ``datasets`` builder that reads each; JSONL (and any other
 #: suffix, and ``-`` for standard input) is read here, line by line.

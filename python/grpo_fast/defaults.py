@@ -23,10 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEMO_MODEL", "ByModel", "by_model", "is_demo_model", "resolve"]
+__all__ = ["DEMO_MODEL", "DEMO_MODELS", "ByModel", "by_model", "is_demo_model", "resolve"]
 
 #: The embedded demo model (``python/grpo_fast/data/tiny_adder``).
 DEMO_MODEL = Path(__file__).resolve().parent / "data" / "tiny_adder"
+#: Every embedded model that takes the demo's defaults: the adder and the chain-of-sums
+#: model of ``--task chain`` (``tiny_chain``, as small and trained the same way).
+DEMO_MODELS = (DEMO_MODEL, DEMO_MODEL.parent / "tiny_chain")
 
 
 @dataclass(frozen=True)
@@ -54,8 +57,8 @@ def resolve(value: Any, *, demo: bool) -> Any:
 
 
 def is_demo_model(model: Any) -> bool:
-    """Whether ``model`` (a path or hub id) names the embedded demo model."""
+    """Whether ``model`` (a path or hub id) names an embedded demo model (:data:`DEMO_MODELS`)."""
     try:
-        return Path(str(model)).expanduser().resolve() == DEMO_MODEL
+        return Path(str(model)).expanduser().resolve() in DEMO_MODELS
     except (OSError, RuntimeError, ValueError):
         return False

@@ -25,6 +25,7 @@ __all__ = [
     "REWARD_KINDS",
     "RULES",
     "SCALES",
+    "STEP_SPLITS",
 ]
 
 #: Advantage estimators (``compute_advantages(estimator=...)``). The core also
@@ -44,6 +45,9 @@ DEFAULT_RULES: tuple[str, ...] = _core.DEFAULT_RULES
 
 #: The kinds of the Rust reward specs (``grpo_fast.rewards``).
 REWARD_KINDS: tuple[str, ...] = _core.REWARD_KINDS
+
+#: How :func:`grpo_fast.check_steps` splits a completion into steps.
+STEP_SPLITS: tuple[str, ...] = _core.STEP_SPLITS
 
 #: Only anchored answers: math-verify's ``try_extract_without_anchor=False``
 #: and TRL's answer rules (``\\boxed{}``, ``The final answer is``,

@@ -323,7 +323,7 @@ class Batch:
     reward_columns : dict of str to numpy.ndarray
         float32 ``[P * G]`` per reward, unweighted.
     advantages : numpy.ndarray
-        float32 ``[P * G]``.
+        float32 ``[P * G]``, or ``[P * G, T]`` per token (process rewards).
     """
 
     prompt_index: np.ndarray
@@ -355,6 +355,24 @@ class Batch:
     def group_size(self) -> int:
         return self.completions.n
 
+    def token_advantages(self, width: int) -> npt.NDArray[np.float32]:
+        """float32 advantages for completions padded to ``width`` tokens: ``[P * G]`` as they
+        are, ``[P * G, T]`` cut or zero-padded to ``[P * G, width]``.
+
+        Examples
+        --------
+        >>> c = Completions(["a", "b"], [[1]] * 2, [[2]] * 2, None, 2)
+        >>> Batch(np.array([0]), c, np.zeros(2), {}, np.ones((2, 3))).token_advantages(2).shape
+        (2, 2)
+        """
+        adv = np.asarray(self.advantages, np.float32)
+        if adv.ndim == 1:
+            return adv.copy()
+        out = np.zeros((adv.shape[0], width), np.float32)
+        w = min(width, adv.shape[1])
+        out[:, :w] = adv[:, :w]
+        return out
+
     def take(self, groups: npt.ArrayLike) -> Batch:
         """The batch of the given groups (indices or a boolean mask over the ``P`` groups).
 
@@ -382,10 +400,14 @@ class Batch:
         """The batches one after the other (no batch: an empty one of ``group_size``)."""
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
         names = batches[0].reward_columns.keys() if batches else ()
+        advantages = [b.advantages for b in batches]
+        if advantages and advantages[0].ndim == 2:  # per token: pad to the longest
+            width = max(a.shape[1] for a in advantages)
+            advantages = [b.token_advantages(width) for b in batches]
         return Batch(
             cat([b.prompt_index for b in batches], np.int64),
             Completions.concat([b.completions for b in batches], group_size),
             cat([b.rewards for b in batches], np.float32),
             {k: cat([b.reward_columns[k] for b in batches], np.float32) for k in names},
-            cat([b.advantages for b in batches], np.float32),
+            cat(advantages, np.float32),
         )

@@ -61,8 +61,10 @@ from grpo_fast.modeling import (
     prepare_model,
     reference_model,
 )
+from grpo_fast.names import STEP_SPLITS
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
 from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler, truncated
+from grpo_fast.steps import ProcessReward, check_steps
 from grpo_fast.tracking import NoSignalWatch, Tracker, parse_report_to, read_metrics, say
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "Trainer",
     "TrainerConfig",
     "build_optimizer",
+    "build_process_reward",
     "build_prompt_order",
     "build_sampler",
     "build_scheduler",
@@ -192,6 +195,22 @@ class TrainerConfig:
     )
     scale: Literal[SCALES] = field(  # type: ignore[valid-type]
         default="group", metadata=_doc("advantage std scaling")
+    )
+    process_reward: str | None = field(
+        default=None,
+        metadata=_doc(
+            "step rewards turned into token advantages added to the outcome ones (process "
+            "supervision): 'arithmetic' (grpo_fast.check_steps) or a dotted path to a step scorer"
+        ),
+    )
+    process_reward_weight: float = field(
+        default=1.0, metadata=_doc("weight of the process advantages")
+    )
+    process_split: Literal[STEP_SPLITS] = field(  # type: ignore[valid-type]
+        default="lines", metadata=_doc("how a completion splits into steps")
+    )
+    process_split_pattern: str | None = field(
+        default=None, metadata=_doc("the regex between steps, with --process-split regex")
     )
     # Loss.
     loss_type: Literal[LOSS_TYPES] = field(  # type: ignore[valid-type]
@@ -395,6 +414,7 @@ class TrainerConfig:
         need(self.eval_size >= 0, f"eval_size must be >= 0 (0 = all), got {self.eval_size}")
         need(bool(self.reward), "reward: name at least one reward (e.g. 'math')")
         RunRewards.build(list(self.reward), max_new_tokens=self.max_new_tokens)
+        build_process_reward(self)
         parse_report_to(self.report_to)
         check_model_name(self.model)
         check_device(self.device)
@@ -529,6 +549,19 @@ def build_scheduler(cfg: TrainerConfig, optimizer: torch.optim.Optimizer) -> Any
     )
 
 
+def build_process_reward(cfg: TrainerConfig) -> ProcessReward | None:
+    """The run's process reward (``--process-reward``), or None for outcome rewards only."""
+    if cfg.process_reward is None:
+        check_steps([], cfg.process_split, pattern=cfg.process_split_pattern)  # the split's checks
+        return None
+    return ProcessReward(
+        cfg.process_reward,
+        weight=cfg.process_reward_weight,
+        split=cfg.process_split,
+        pattern=cfg.process_split_pattern,
+    )
+
+
 def build_prompt_order(cfg: TrainerConfig, num_prompts: int) -> Curriculum | UniformPrompts:
     if cfg.curriculum:
         return Curriculum(num_prompts, floor=cfg.curriculum_floor, seed=cfg.seed)
@@ -615,6 +648,7 @@ class Trainer:
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
+        self.process = build_process_reward(cfg)
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
         # The text the sampler sees: conversations through the tokenizer's chat template.
         self.train_prompts = render_prompts(
@@ -745,7 +779,21 @@ class Trainer:
                     frac_zero_std=float(adv.frac_zero_std),
                 )
             mine = slice(dist.rank * P * G, (dist.rank + 1) * P * G)
-            batch = Batch(idx, comp, scores.total, scores.columns, adv.advantages[mine])
+            advantages = adv.advantages[mine]
+            if self.process is not None:  # [P * G, T]: outcome + weight * process
+                groups = np.repeat(np.arange(P * dist.world), G)[mine]
+                advantages, step_stats = self.process.token_advantages(
+                    comp.texts,
+                    comp.completion_ids,
+                    self.tokenizer,
+                    groups,
+                    advantages,
+                    rows,
+                    scale=cfg.scale,
+                    dist=dist,
+                )
+                stats.update(step_stats if r == 0 else {})
+            batch = Batch(idx, comp, scores.total, scores.columns, advantages)
             if not cfg.dynamic_sampling:
                 kept.append(batch)
                 break
@@ -804,7 +852,8 @@ class Trainer:
             self.tokenizer.pad_token_id,
             self.device,
         )
-        adv = torch.from_numpy(batch.advantages.astype(np.float32)).to(self.device)
+        adv = torch.from_numpy(batch.token_advantages(packed.completion_mask.shape[1]))
+        adv = adv.to(self.device)
         sampler_logp = self._sampler_logp(batch, packed)
         cut = truncated(batch.completions, self.tokenizer.eos_token_id, cfg.max_new_tokens)
         # DAPO's overlong filtering: a cut-off answer is neither right nor wrong; no loss.

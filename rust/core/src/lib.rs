@@ -12,7 +12,9 @@ pub mod group;
 pub mod math;
 pub mod names;
 pub mod parallel;
+pub mod process;
 pub mod reward;
+pub mod steps;
 pub mod verify;
 
 pub use error::CoreError;

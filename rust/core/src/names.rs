@@ -24,6 +24,7 @@ mod tests {
     use crate::advantage::{Estimator, Scale};
     use crate::extract::Rule;
     use crate::reward::RewardKind;
+    use crate::steps::SplitKind;
 
     #[test]
     fn names_are_the_documented_ones() {
@@ -60,6 +61,10 @@ mod tests {
         assert_eq!(
             RewardKind::VARIANTS,
             ["math", "exact", "choice", "format", "overlong"]
+        );
+        assert_eq!(
+            SplitKind::VARIANTS,
+            ["lines", "paragraphs", "markers", "regex"]
         );
     }
 

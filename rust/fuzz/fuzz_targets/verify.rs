@@ -1,12 +1,13 @@
 //! Any bytes, split at the first NUL into a gold and a completion: extraction,
-//! parsing and comparison must return (no panic, no hang, no huge allocation)
-//! and keep their invariants. `make fuzz` starts it from the seeds of
-//! `scripts/fuzz_seeds.py` (conformance pairs and hostile shapes up to the
-//! 256 KiB limit) and lets inputs be that long.
+//! parsing, comparison and the step checker must return (no panic, no hang, no
+//! huge allocation) and keep their invariants. `make fuzz` starts it from the
+//! seeds of `scripts/fuzz_seeds.py` (conformance pairs and hostile shapes up to
+//! the 256 KiB limit) and lets inputs be that long.
 #![no_main]
 
 use grpo_fast_core::extract::{extract_answer, extract_gold, ExtractOptions};
 use grpo_fast_core::math::{self, ParseOptions};
+use grpo_fast_core::steps::{self, StepOptions};
 use grpo_fast_core::verify::{verify, VerifyOptions};
 use libfuzzer_sys::fuzz_target;
 
@@ -45,5 +46,13 @@ fuzz_target!(|data: &[u8]| {
     // again (must return, like any text).
     if let Some(g) = v.gold {
         let _ = verify(&g, &format!("\\boxed{{{g}}}"), &opts);
+    }
+    // The step checker: ordered, non-empty spans inside the text.
+    let n = text.chars().count();
+    let mut last = 0;
+    for s in steps::check(&text, &StepOptions::default()) {
+        assert!(last <= s.start && s.start < s.end && s.end <= n);
+        assert!([steps::CORRECT, steps::WRONG, steps::UNCHECKED].contains(&s.label));
+        last = s.end;
     }
 });

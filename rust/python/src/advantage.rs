@@ -16,7 +16,7 @@ use crate::text::type_name;
 
 /// Group ids as the Python façade prepares them: an int64 array, a list of
 /// str, or a 2-D uint8 array of fixed-width rows (numpy `S`/`U` arrays).
-fn groups_of(py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Groups> {
+pub fn groups_of(py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Groups> {
     if let Ok(arr) = ids.cast::<PyArray1<i64>>() {
         let arr = arr.readonly();
         let slice = arr

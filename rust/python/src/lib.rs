@@ -7,6 +7,7 @@
 mod advantage;
 mod errors;
 mod options;
+mod steps;
 mod text;
 mod verify;
 
@@ -20,6 +21,8 @@ mod _core {
     use crate::advantage::{compute_advantages, group_ids, AdvantageResult};
     #[pymodule_export]
     use crate::options::{PyExtractOptions, PyVerifyOptions};
+    #[pymodule_export]
+    use crate::steps::{check_steps, process_advantages, PyStepOptions};
     #[pymodule_export]
     use crate::threads::{get_num_threads, set_num_threads};
     #[pymodule_export]
@@ -40,6 +43,7 @@ mod names {
     use grpo_fast_core::advantage::{Estimator, Scale};
     use grpo_fast_core::extract::{Rule, DEFAULT_RULES};
     use grpo_fast_core::reward::RewardKind;
+    use grpo_fast_core::steps::{SplitKind, CORRECT, UNCHECKED, WRONG};
     use pyo3::prelude::*;
     use pyo3::types::PyTuple;
     use strum::VariantNames;
@@ -53,9 +57,13 @@ mod names {
             ("RULES", <Rule as VariantNames>::VARIANTS),
             ("DEFAULT_RULES", default_rules.as_slice()),
             ("REWARD_KINDS", RewardKind::VARIANTS),
+            ("STEP_SPLITS", SplitKind::VARIANTS),
         ] {
             m.add(name, PyTuple::new(py, names)?)?;
         }
+        m.add("STEP_CORRECT", CORRECT)?;
+        m.add("STEP_WRONG", WRONG)?;
+        m.add("STEP_UNCHECKED", UNCHECKED)?;
         Ok(())
     }
 }

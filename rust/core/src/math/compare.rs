@@ -626,7 +626,7 @@ impl Cmp<'_> {
         self.scalar_values(g, p)
     }
 
-    fn scalar_values(&self, g: &Node, p: &Node) -> R<bool> {
+    pub(crate) fn scalar_values(&self, g: &Node, p: &Node) -> R<bool> {
         let syms = symbols_of(&[g, p]);
         let ints = if syms.is_empty() {
             BTreeSet::new()

@@ -228,6 +228,52 @@ pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool
     }
 }
 
+/// Whether a claimed equality `a = b` between two constants holds (the step
+/// checker's question, [`crate::steps`]). `Ok(None)` when either side is not a
+/// constant scalar: a name, an expression in variables, a structure, a limit,
+/// infinity, `±`. Exact values compare exactly (`\frac34 + \frac18 =
+/// \frac78`); a decimal holds to the precision it states, on either side, by
+/// the verifier's rule (docs/verify_semantics.md: `\frac13 = 0.3333`, not
+/// `0.33`); a percentage is its value (`50\% = 0.5`, not `50`). Over budget is
+/// an `Err`: the claim is then not decided.
+pub fn claim_holds(a: &Value, b: &Value, opts: &CompareOptions) -> Result<Option<bool>, Rejection> {
+    if !constant_scalar(&a.node) || !constant_scalar(&b.node) {
+        return Ok(None);
+    }
+    let cmp = |g: &Node, p: &Node| {
+        compare::Cmp {
+            opts,
+            roots: (g, p),
+            seed: std::cell::Cell::new(None),
+            calls: std::cell::Cell::new(0),
+            cheap: std::cell::Cell::new(0),
+            work: std::cell::Cell::new(0),
+        }
+        .scalar_values(g, p)
+    };
+    // The precision rule reads the decimal with fewer digits as the
+    // prediction; a claim has no gold side, so either order may hold.
+    Ok(Some(cmp(&a.node, &b.node)? || cmp(&b.node, &a.node)?))
+}
+
+fn constant_scalar(n: &Node) -> bool {
+    let mut ok = !n.is_structure();
+    n.walk(&mut |m| {
+        ok &= !matches!(
+            m,
+            Node::Sym(_)
+                | Node::Indexed(..)
+                | Node::Apply(..)
+                | Node::Limit(..)
+                | Node::Inf
+                | Node::PlusMinus(..)
+                | Node::Text(_)
+                | Node::Ellipsis
+        ) && !m.is_structure();
+    });
+    ok
+}
+
 const MAX_ALTERNATIVES: usize = 16;
 
 /// Post-parse normalisation: `±` expands into alternatives, `\approx`
