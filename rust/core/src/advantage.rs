@@ -113,10 +113,20 @@ impl Reward for f64 {
 mod sealed {
     /// How the AVX2 kernel loads four rewards as f64 lanes.
     pub trait Lanes: Sized {
+        /// `x[0..4]`.
+        ///
         /// # Safety
         /// The CPU has AVX2 and `x` holds at least four rewards.
         #[cfg(target_arch = "x86_64")]
         unsafe fn load4(x: &[Self]) -> std::arch::x86_64::__m256d;
+
+        /// `x[k], x[k + s], x[k + 2s], x[k + 3s]`.
+        ///
+        /// # Safety
+        /// The CPU has AVX2 and `x` holds at least `k + 3s + 1` rewards
+        /// (`3s` fits an i32).
+        #[cfg(target_arch = "x86_64")]
+        unsafe fn gather4(x: &[Self], k: usize, s: usize) -> std::arch::x86_64::__m256d;
     }
 
     impl Lanes for f32 {
@@ -129,6 +139,20 @@ mod sealed {
             // SAFETY: four f32 are read from `x` (the caller's contract).
             unsafe { _mm256_cvtps_pd(_mm_loadu_ps(x.as_ptr())) }
         }
+
+        #[cfg(target_arch = "x86_64")]
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        unsafe fn gather4(x: &[f32], k: usize, s: usize) -> std::arch::x86_64::__m256d {
+            use std::arch::x86_64::*;
+            debug_assert!(x.len() > k + 3 * s);
+            let s = s as i32;
+            // SAFETY: the four indices are inside `x` (the caller's contract).
+            unsafe {
+                let at = _mm_setr_epi32(0, s, 2 * s, 3 * s);
+                _mm256_cvtps_pd(_mm_i32gather_ps::<4>(x.as_ptr().add(k), at))
+            }
+        }
     }
 
     impl Lanes for f64 {
@@ -140,6 +164,20 @@ mod sealed {
             debug_assert!(x.len() >= 4);
             // SAFETY: four f64 are read from `x` (the caller's contract).
             unsafe { _mm256_loadu_pd(x.as_ptr()) }
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        unsafe fn gather4(x: &[f64], k: usize, s: usize) -> std::arch::x86_64::__m256d {
+            use std::arch::x86_64::*;
+            debug_assert!(x.len() > k + 3 * s);
+            let s = s as i32;
+            // SAFETY: the four indices are inside `x` (the caller's contract).
+            unsafe {
+                let at = _mm_setr_epi32(0, s, 2 * s, 3 * s);
+                _mm256_i32gather_pd::<8>(x.as_ptr().add(k), at)
+            }
         }
     }
 }
@@ -777,12 +815,31 @@ trait Kernel: Copy {
     /// side in `x`, into `block`.
     fn moments<R: Reward>(self, x: &[R], sizes: &[u32], threshold: f64, block: &mut Block);
 
-    /// `adv[i] = (x[i] - shift) * mul` and `keep[i] = true`.
-    fn write_centred<R: Reward>(
+    /// The outputs of the four groups of `quad` (block entries `j..j + 4`)
+    /// at once, where the kernel has a way for them; false to have them
+    /// written group by group.
+    #[allow(clippy::too_many_arguments)]
+    fn write_quad<R: Reward>(
+        self,
+        _x: &[R],
+        _quad: &[u32],
+        _block: &Block,
+        _j: usize,
+        _rule: &Rule,
+        _adv: &mut [MaybeUninit<f32>],
+        _keep: &mut [MaybeUninit<bool>],
+    ) -> bool {
+        false
+    }
+
+    /// The outputs of a group whose rewards are all scorable: with `signal`,
+    /// `adv[i] = (x[i] - shift) * mul` and `keep[i] = true`; without, 0 and
+    /// false. (One loop either way: a separate fill would become a call to
+    /// `memset` per group.)
+    fn write_scorable<R: Reward>(
         self,
         x: &[R],
-        shift: f64,
-        mul: f64,
+        c: &Coeff,
         adv: &mut [MaybeUninit<f32>],
         keep: &mut [MaybeUninit<bool>],
     );
@@ -802,17 +859,17 @@ impl Kernel for Plain {
     }
 
     #[inline(always)]
-    fn write_centred<R: Reward>(
+    fn write_scorable<R: Reward>(
         self,
         x: &[R],
-        shift: f64,
-        mul: f64,
+        c: &Coeff,
         adv: &mut [MaybeUninit<f32>],
         keep: &mut [MaybeUninit<bool>],
     ) {
         for ((a, k), r) in adv.iter_mut().zip(keep.iter_mut()).zip(x) {
-            a.write(((r.to_f64() - shift) * mul) as f32);
-            k.write(true);
+            let v = ((r.to_f64() - c.shift) * c.mul) as f32;
+            a.write(if c.signal { v } else { 0.0 });
+            k.write(c.signal);
         }
     }
 }
@@ -899,17 +956,31 @@ fn sweep_with<R: Reward, K: Kernel>(
         status.no_signal += s.no_signal;
         status.nonfinite |= s.nonfinite;
         let mut lo = 0;
-        for (j, &s) in sizes.iter().enumerate() {
-            let hi = lo + s as usize;
-            let (x, adv, keep) = (&bx[lo..hi], &mut bout.adv[lo..hi], &mut bout.keep[lo..hi]);
-            let c = block.coeff(j);
-            // The common group: signal, every reward scorable.
-            if c.signal && block.n[j] == f64::from(s) && rule.estimator != Estimator::GrpoPassk {
-                k.write_centred(x, c.shift, c.mul, adv, keep);
-            } else if let Some(v) = write(x, &c, rule, adv, keep) {
-                status.f32_overflow = status.f32_overflow.or(Some((first + j, v)));
+        for (q, quad) in sizes.chunks(4).enumerate() {
+            let span = quad.iter().map(|&s| s as usize).sum::<usize>();
+            let (x, adv, keep) = (
+                &bx[lo..lo + span],
+                &mut bout.adv[lo..lo + span],
+                &mut bout.keep[lo..lo + span],
+            );
+            lo += span;
+            if k.write_quad(x, quad, &block, 4 * q, rule, adv, keep) {
+                continue;
             }
-            lo = hi;
+            let mut at = 0;
+            for (g, &s) in quad.iter().enumerate() {
+                let (j, end) = (4 * q + g, at + s as usize);
+                let (x, adv, keep) = (&x[at..end], &mut adv[at..end], &mut keep[at..end]);
+                at = end;
+                let c = block.coeff(j);
+                // The common group: every reward scorable.
+                let scorable = block.n[j] == f64::from(s);
+                if scorable && !(c.signal && rule.estimator == Estimator::GrpoPassk) {
+                    k.write_scorable(x, &c, adv, keep);
+                } else if let Some(v) = write(x, &c, rule, adv, keep) {
+                    status.f32_overflow = status.f32_overflow.or(Some((first + j, v)));
+                }
+            }
         }
         if s.wide && status.f32_overflow.is_none() {
             status.f32_overflow = widest(bx, sizes, &block).map(|(j, v)| (first + j, v));
@@ -1093,7 +1164,7 @@ mod avx2 {
     use std::arch::x86_64::*;
     use std::mem::MaybeUninit;
 
-    use super::{Block, Kernel, Moments, Out, Reward, Rule, Status};
+    use super::{Block, Coeff, Kernel, Moments, Out, Reward, Rule, Status};
 
     /// Proof that the CPU has AVX2: made only by [`Avx2::detect`].
     #[derive(Clone, Copy)]
@@ -1138,16 +1209,40 @@ mod avx2 {
         }
 
         #[inline(always)]
-        fn write_centred<R: Reward>(
+        fn write_scorable<R: Reward>(
             self,
             x: &[R],
-            shift: f64,
-            mul: f64,
+            c: &Coeff,
             adv: &mut [MaybeUninit<f32>],
             keep: &mut [MaybeUninit<bool>],
         ) {
             // SAFETY: as above.
-            unsafe { write_centred(x, shift, mul, adv, keep) }
+            unsafe { write_scorable(x, c, adv, keep) }
+        }
+
+        #[inline(always)]
+        fn write_quad<R: Reward>(
+            self,
+            x: &[R],
+            quad: &[u32],
+            block: &Block,
+            j: usize,
+            rule: &Rule,
+            adv: &mut [MaybeUninit<f32>],
+            keep: &mut [MaybeUninit<bool>],
+        ) -> bool {
+            let s = quad[0] as usize;
+            let small = quad.len() == 4 && s < SMALL && quad.iter().all(|&t| t as usize == s);
+            // Every reward scorable; pass@k writes a winner.
+            let simple = small
+                && block.n[j..j + 4].iter().all(|&n| n == s as f64)
+                && rule.estimator != super::Estimator::GrpoPassk;
+            if simple {
+                // SAFETY: as above; `x`, `adv` and `keep` hold the 4s rewards
+                // and outputs of the quad.
+                unsafe { write_small_quad(x, s, block, j, adv, keep) };
+            }
+            simple
         }
     }
 
@@ -1178,7 +1273,6 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn moments<R: Reward>(x: &[R], sizes: &[u32], threshold: f64, block: &mut Block) {
-        let t = unsafe { _mm256_set1_pd(threshold) };
         let mut lo = 0;
         for (q, quad) in sizes.chunks(4).take(super::BLOCK / 4).enumerate() {
             // A last, partial quad has empty groups.
@@ -1187,35 +1281,187 @@ mod avx2 {
                 *g = &x[lo..lo + s as usize];
                 lo += s as usize;
             }
-            // SAFETY (the whole block): the CPU has AVX2; each store writes
-            // four f64 at `j = 4q`, and `j + 4 <= BLOCK`.
+            let s = groups[0].len();
+            let [n, solved, sum, mean, m2, spread] =
+                if s < SMALL && groups.iter().all(|g| g.len() == s) {
+                    // SAFETY: the CPU has AVX2; the four groups lie side by side.
+                    unsafe { small_quad(&x[lo - 4 * s..lo], s, threshold) }
+                } else {
+                    // SAFETY: the CPU has AVX2.
+                    unsafe { quad_of(groups, threshold) }
+                };
+            let j = 4 * q;
+            // SAFETY: the CPU has AVX2; each store writes four f64 at `j`,
+            // and `j + 4 <= BLOCK`.
             unsafe {
-                let first = groups.map(|g| first_pass(g, t));
-                let sum = transpose_add(first.map(|f| f.sum));
-                let solved = transpose_add(first.map(|f| f.solved));
-                let n = _mm256_setr_pd(
-                    groups[0].len() as f64,
-                    groups[1].len() as f64,
-                    groups[2].len() as f64,
-                    groups[3].len() as f64,
-                );
-                let mean = _mm256_div_pd(sum, n);
-                let means = lanes(mean);
-                let m2 = transpose_add([0, 1, 2, 3].map(|g| second_pass(groups[g], means[g])));
-                let j = 4 * q;
                 _mm256_storeu_pd(block.n.as_mut_ptr().add(j), n);
                 _mm256_storeu_pd(block.solved.as_mut_ptr().add(j), solved);
                 _mm256_storeu_pd(block.sum.as_mut_ptr().add(j), sum);
                 _mm256_storeu_pd(block.mean.as_mut_ptr().add(j), mean);
                 _mm256_storeu_pd(block.m2.as_mut_ptr().add(j), m2);
-                let sums = lanes(sum);
-                for g in 0..quad.len() {
-                    block.spread[j + g] = _mm256_movemask_pd(first[g].spread) != 0;
-                    // NaN (not scorable), or an infinity, or an overflow.
-                    if !sums[g].is_finite() {
-                        block.set(j + g, &super::moments(groups[g], threshold));
-                    }
+            }
+            // SAFETY: the CPU has AVX2.
+            let (sums, spread) = unsafe { (lanes(sum), _mm256_movemask_pd(spread)) };
+            for (g, group) in groups.iter().enumerate().take(quad.len()) {
+                block.spread[j + g] = spread & (1 << g) != 0;
+                // NaN (not scorable), or an infinity, or an overflow.
+                if !sums[g].is_finite() {
+                    block.set(j + g, &super::moments(group, threshold));
                 }
+            }
+        }
+    }
+
+    /// Groups smaller than this, four of the same size side by side, are
+    /// read across the groups: lane g of the k-th vector is group g's k-th
+    /// reward, so that every statistic is a plain vector sum and no group
+    /// pays for a reduction of its own (which would cost more than its few
+    /// rewards).
+    const SMALL: usize = 8;
+
+    /// `[n, solved, sum, mean, m2, spread]` of four groups, lane g group g's
+    /// (spread: all ones where not all equal).
+    type Quad = [__m256d; 6];
+
+    /// Four groups of any sizes: each accumulates in four lanes, and the
+    /// four groups' lanes are reduced together by a transpose.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn quad_of<R: Reward>(groups: [&[R]; 4], threshold: f64) -> Quad {
+        // SAFETY (the whole block): the CPU has AVX2.
+        unsafe {
+            let t = _mm256_set1_pd(threshold);
+            let (a, b, c, d) = (
+                first_pass(groups[0], t),
+                first_pass(groups[1], t),
+                first_pass(groups[2], t),
+                first_pass(groups[3], t),
+            );
+            let sum = transpose_add([a.sum, b.sum, c.sum, d.sum]);
+            let solved = transpose_add([a.solved, b.solved, c.solved, d.solved]);
+            let spread = transpose_or([a.spread, b.spread, c.spread, d.spread]);
+            let n = _mm256_setr_pd(
+                groups[0].len() as f64,
+                groups[1].len() as f64,
+                groups[2].len() as f64,
+                groups[3].len() as f64,
+            );
+            let mean = _mm256_div_pd(sum, n);
+            let m = lanes(mean);
+            let m2 = transpose_add([
+                second_pass(groups[0], m[0]),
+                second_pass(groups[1], m[1]),
+                second_pass(groups[2], m[2]),
+                second_pass(groups[3], m[3]),
+            ]);
+            [n, solved, sum, mean, m2, spread]
+        }
+    }
+
+    /// Four groups of `s` rewards each, side by side in `x`, read across.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn small_quad<R: Reward>(x: &[R], s: usize, threshold: f64) -> Quad {
+        // SAFETY (the whole block): the CPU has AVX2; `x` holds 4s rewards,
+        // so every gathered index is inside it.
+        unsafe {
+            let t = _mm256_set1_pd(threshold);
+            let zero = _mm256_setzero_pd();
+            let one = _mm256_set1_pd(1.0);
+            // The k-th reward of each group, kept for the second pass.
+            let mut across = [zero; SMALL];
+            for (k, v) in across.iter_mut().enumerate().take(s) {
+                *v = R::gather4(x, k, s);
+            }
+            let across = &across[..s.min(SMALL)];
+            let (mut sum, mut solved, mut spread) = (zero, zero, zero);
+            for &v in across {
+                sum = _mm256_add_pd(sum, v);
+                let at_least = _mm256_cmp_pd::<_CMP_GE_OQ>(v, t);
+                solved = _mm256_add_pd(solved, _mm256_and_pd(at_least, one));
+                spread = _mm256_or_pd(spread, _mm256_cmp_pd::<_CMP_NEQ_UQ>(v, across[0]));
+            }
+            let n = _mm256_set1_pd(s as f64);
+            let mean = _mm256_div_pd(sum, n);
+            let mut m2 = zero;
+            for &v in across {
+                let d = _mm256_sub_pd(v, mean);
+                m2 = _mm256_add_pd(m2, _mm256_mul_pd(d, d));
+            }
+            [n, solved, sum, mean, m2, spread]
+        }
+    }
+
+    /// For lane l of the v-th vector of four groups of `s` rewards side by
+    /// side, the f64 lanes (as pairs of i32) of group `(4v + l) / s`: the
+    /// indices that spread each group's coefficient over its rewards.
+    const SPREAD: [[[i32; 8]; SMALL]; SMALL] = {
+        let mut t = [[[0; 8]; SMALL]; SMALL];
+        let mut s = 1;
+        while s < SMALL {
+            let mut v = 0;
+            while v < s {
+                let mut l = 0;
+                while l < 4 {
+                    let g = ((4 * v + l) / s) as i32;
+                    t[s][v][2 * l] = 2 * g;
+                    t[s][v][2 * l + 1] = 2 * g + 1;
+                    l += 1;
+                }
+                v += 1;
+            }
+            s += 1;
+        }
+        t
+    };
+
+    /// Four `bool`s as the bytes of a u32, from a 4-bit mask.
+    const BYTES: [u32; 16] = {
+        let mut t = [0u32; 16];
+        let mut m = 0;
+        while m < 16 {
+            let mut l = 0;
+            while l < 4 {
+                t[m] |= ((m as u32 >> l) & 1) << (8 * l);
+                l += 1;
+            }
+            m += 1;
+        }
+        t
+    };
+
+    /// The outputs of four groups of `s < SMALL` scorable rewards each, side
+    /// by side: 4s rewards are s whole vectors, and each lane takes its
+    /// group's coefficients by a permutation, so that no group pays for a
+    /// loop of its own.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn write_small_quad<R: Reward>(
+        x: &[R],
+        s: usize,
+        block: &Block,
+        j: usize,
+        adv: &mut [MaybeUninit<f32>],
+        keep: &mut [MaybeUninit<bool>],
+    ) {
+        debug_assert!(x.len() == 4 * s && adv.len() == 4 * s && keep.len() == 4 * s);
+        let signal = |g: usize| -i64::from(block.signal[j + g]);
+        // SAFETY (the whole block): the CPU has AVX2; `j + 4 <= BLOCK`; the
+        // loads and stores cover `x`, `adv`, `keep` (4s each, the caller's
+        // contract) and write valid f32 / bool.
+        unsafe {
+            let shift = _mm256_castpd_si256(_mm256_loadu_pd(block.shift.as_ptr().add(j)));
+            let mul = _mm256_castpd_si256(_mm256_loadu_pd(block.mul.as_ptr().add(j)));
+            let on = _mm256_setr_epi64x(signal(0), signal(1), signal(2), signal(3));
+            let (a, k) = (adv.as_mut_ptr(), keep.as_mut_ptr());
+            for (v, c) in x.chunks_exact(4).enumerate().take(s) {
+                let idx = _mm256_loadu_si256(SPREAD[s][v].as_ptr().cast::<__m256i>());
+                let each = |w: __m256i| _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(w, idx));
+                let (sh, mu, kept) = (each(shift), each(mul), each(on));
+                let y = _mm256_and_pd(_mm256_mul_pd(_mm256_sub_pd(R::load4(c), sh), mu), kept);
+                _mm_storeu_ps(a.add(4 * v).cast::<f32>(), _mm256_cvtpd_ps(y));
+                let bits = _mm256_movemask_pd(kept) as usize;
+                k.add(4 * v).cast::<u32>().write_unaligned(BYTES[bits & 15]);
             }
         }
     }
@@ -1290,15 +1536,13 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn partial<R: Reward>(rest: &[R]) -> (__m256d, __m256d) {
-        let mut v = [0.0f64; 4];
-        for (v, r) in v.iter_mut().zip(rest) {
-            *v = r.to_f64();
-        }
-        // SAFETY: the CPU has AVX2; four f64 are read from four.
+        // Built in registers: scalar stores read back as a vector would stall.
+        let at = |i: usize| rest.get(i).map_or(0.0, |r| r.to_f64());
+        // SAFETY: the CPU has AVX2.
         unsafe {
             let index = _mm256_setr_pd(0.0, 1.0, 2.0, 3.0);
             let valid = _mm256_cmp_pd::<_CMP_LT_OQ>(index, _mm256_set1_pd(rest.len() as f64));
-            (_mm256_loadu_pd(v.as_ptr()), valid)
+            (_mm256_setr_pd(at(0), at(1), at(2), 0.0), valid)
         }
     }
 
@@ -1316,6 +1560,17 @@ mod avx2 {
         }
     }
 
+    /// All ones in lane g where vector g has any lane not zero.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn transpose_or([a, b, c, d]: [__m256d; 4]) -> __m256d {
+        // SAFETY: the CPU has AVX2.
+        unsafe {
+            let any = |v: __m256d| if _mm256_testz_pd(v, v) == 0 { -1 } else { 0 };
+            _mm256_castsi256_pd(_mm256_setr_epi64x(any(a), any(b), any(c), any(d)))
+        }
+    }
+
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn lanes(v: __m256d) -> [f64; 4] {
@@ -1327,10 +1582,9 @@ mod avx2 {
 
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn write_centred<R: Reward>(
+    unsafe fn write_scorable<R: Reward>(
         x: &[R],
-        shift: f64,
-        mul: f64,
+        c: &Coeff,
         adv: &mut [MaybeUninit<f32>],
         keep: &mut [MaybeUninit<bool>],
     ) {
@@ -1338,22 +1592,45 @@ mod avx2 {
         let chunks = x[..n].chunks_exact(4);
         let whole = n - chunks.remainder().len();
         let (a, k) = (adv.as_mut_ptr(), keep.as_mut_ptr());
-        // Four `true`s. Opaque to the compiler, which would otherwise split
-        // their stores out of the loop into a call to `memset` per group.
-        let four_true = std::hint::black_box(0x0101_0101u32);
+        // Opaque to the compiler, which would otherwise split the stores of
+        // a constant out of the loops into a call to `memset` per group.
+        let signal = std::hint::black_box(c.signal);
+        let four = u32::from(signal) * 0x0101_0101;
         // SAFETY (the whole block): the CPU has AVX2; every store is inside
         // `adv[..n]` / `keep[..n]` and writes valid f32 / bool.
         unsafe {
-            let (s, m) = (_mm256_set1_pd(shift), _mm256_set1_pd(mul));
+            let (s, m) = (_mm256_set1_pd(c.shift), _mm256_set1_pd(c.mul));
+            // All ones with signal: without, the advantages are +0.0 (not
+            // the -0.0 that `(r - 0) * 0` gives a negative reward).
+            let on = _mm_castsi128_ps(_mm_set1_epi32(-i32::from(signal)));
             for (i, c) in chunks.enumerate() {
                 let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(R::load4(c), s), m));
-                _mm_storeu_ps(a.add(4 * i).cast::<f32>(), v);
-                k.add(4 * i).cast::<u32>().write_unaligned(four_true);
+                _mm_storeu_ps(a.add(4 * i).cast::<f32>(), _mm_and_ps(v, on));
+                k.add(4 * i).cast::<u32>().write_unaligned(four);
             }
         }
-        for i in whole..n {
-            adv[i].write(((x[i].to_f64() - shift) * mul) as f32);
-            keep[i].write(true);
+        // The last one to three, without a loop (the compiler would turn its
+        // stores of a loop-invariant value into a call to `memset`).
+        let rest = n - whole;
+        if rest > 0 {
+            // SAFETY: the CPU has AVX2; the masked store writes
+            // `adv[whole..n]`, the byte stores `keep[whole..n]`.
+            unsafe {
+                let (v, _) = partial(&x[whole..n]);
+                let (s, m) = (_mm256_set1_pd(c.shift), _mm256_set1_pd(c.mul));
+                let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, s), m));
+                let on = _mm_castsi128_ps(_mm_set1_epi32(-i32::from(signal)));
+                let lanes =
+                    _mm_cmplt_epi32(_mm_setr_epi32(0, 1, 2, 3), _mm_set1_epi32(rest as i32));
+                _mm_maskstore_ps(a.add(whole).cast::<f32>(), lanes, _mm_and_ps(v, on));
+                k.add(whole).write(MaybeUninit::new(signal));
+                if rest > 1 {
+                    k.add(whole + 1).write(MaybeUninit::new(signal));
+                }
+                if rest > 2 {
+                    k.add(whole + 2).write(MaybeUninit::new(signal));
+                }
+            }
         }
     }
 }
