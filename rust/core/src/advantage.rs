@@ -1232,15 +1232,16 @@ mod avx2 {
             keep: &mut [MaybeUninit<bool>],
         ) -> bool {
             let s = quad[0] as usize;
-            let small = quad.len() == 4 && s < SMALL && quad.iter().all(|&t| t as usize == s);
+            let equal = quad.len() == 4 && quad.iter().all(|&t| t as usize == s);
             // Every reward scorable; pass@k writes a winner.
-            let simple = small
+            let simple = equal
+                && (s < SMALL || s % 4 == 0)
                 && block.n[j..j + 4].iter().all(|&n| n == s as f64)
                 && rule.estimator != super::Estimator::GrpoPassk;
             if simple {
                 // SAFETY: as above; `x`, `adv` and `keep` hold the 4s rewards
                 // and outputs of the quad.
-                unsafe { write_small_quad(x, s, block, j, adv, keep) };
+                unsafe { write_equal_quad(x, s, block, j, adv, keep) };
             }
             simple
         }
@@ -1323,21 +1324,28 @@ mod avx2 {
     /// (spread: all ones where not all equal).
     type Quad = [__m256d; 6];
 
-    /// Four groups of any sizes: each accumulates in four lanes, and the
-    /// four groups' lanes are reduced together by a transpose.
+    /// Four groups of any sizes, in one pass each: a group accumulates its
+    /// rewards less its first (so that equal rewards give a variance of
+    /// exactly 0, and their squares lose no precision to a large mean) in
+    /// four lanes, and the four groups' lanes are then reduced together by a
+    /// transpose. `m2 = sum(d^2) - sum(d)^2 / n` (Chan, Golub and LeVeque's
+    /// shifted data): with the shift a member of the group, its relative
+    /// error is at most a few `n` ulps.
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn quad_of<R: Reward>(groups: [&[R]; 4], threshold: f64) -> Quad {
+        let first = |g: usize| groups[g].first().map_or(0.0, |r| r.to_f64());
         // SAFETY (the whole block): the CPU has AVX2.
         unsafe {
             let t = _mm256_set1_pd(threshold);
             let (a, b, c, d) = (
-                first_pass(groups[0], t),
-                first_pass(groups[1], t),
-                first_pass(groups[2], t),
-                first_pass(groups[3], t),
+                one_pass(groups[0], first(0), t),
+                one_pass(groups[1], first(1), t),
+                one_pass(groups[2], first(2), t),
+                one_pass(groups[3], first(3), t),
             );
-            let sum = transpose_add([a.sum, b.sum, c.sum, d.sum]);
+            let shifted = transpose_add([a.sum, b.sum, c.sum, d.sum]);
+            let squares = transpose_add([a.squares, b.squares, c.squares, d.squares]);
             let solved = transpose_add([a.solved, b.solved, c.solved, d.solved]);
             let spread = transpose_or([a.spread, b.spread, c.spread, d.spread]);
             let n = _mm256_setr_pd(
@@ -1346,14 +1354,18 @@ mod avx2 {
                 groups[2].len() as f64,
                 groups[3].len() as f64,
             );
-            let mean = _mm256_div_pd(sum, n);
-            let m = lanes(mean);
-            let m2 = transpose_add([
-                second_pass(groups[0], m[0]),
-                second_pass(groups[1], m[1]),
-                second_pass(groups[2], m[2]),
-                second_pass(groups[3], m[3]),
-            ]);
+            let head = _mm256_setr_pd(first(0), first(1), first(2), first(3));
+            let offset = _mm256_div_pd(shifted, n);
+            let mean = _mm256_add_pd(head, offset);
+            let sum = _mm256_add_pd(_mm256_mul_pd(head, n), shifted);
+            // Rounding can leave a hair below 0; a NaN (an overflow) stays.
+            let m2 = _mm256_max_pd(
+                _mm256_setzero_pd(),
+                _mm256_sub_pd(squares, _mm256_mul_pd(shifted, offset)),
+            );
+            // A NaN or an infinity makes the shifted sum NaN or infinite,
+            // which `store`'s fallback sees through `sum`.
+            let sum = _mm256_add_pd(sum, _mm256_sub_pd(shifted, shifted));
             [n, solved, sum, mean, m2, spread]
         }
     }
@@ -1430,13 +1442,13 @@ mod avx2 {
         t
     };
 
-    /// The outputs of four groups of `s < SMALL` scorable rewards each, side
-    /// by side: 4s rewards are s whole vectors, and each lane takes its
-    /// group's coefficients by a permutation, so that no group pays for a
-    /// loop of its own.
+    /// The outputs of four groups of `s` scorable rewards each, side by side
+    /// (`s < SMALL` or a multiple of 4): 4s rewards are s whole vectors. A
+    /// vector takes its groups' coefficients by a permutation (small groups
+    /// share vectors), and no group pays for a loop of its own.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn write_small_quad<R: Reward>(
+    unsafe fn write_equal_quad<R: Reward>(
         x: &[R],
         s: usize,
         block: &Block,
@@ -1454,48 +1466,70 @@ mod avx2 {
             let mul = _mm256_castpd_si256(_mm256_loadu_pd(block.mul.as_ptr().add(j)));
             let on = _mm256_setr_epi64x(signal(0), signal(1), signal(2), signal(3));
             let (a, k) = (adv.as_mut_ptr(), keep.as_mut_ptr());
-            for (v, c) in x.chunks_exact(4).enumerate().take(s) {
-                let idx = _mm256_loadu_si256(SPREAD[s][v].as_ptr().cast::<__m256i>());
+            // The group of each lane of the v-th vector: its coefficients by a
+            // permutation of the quad's, its keep bytes by a table.
+            let write = |v: usize, c: &[R], idx: __m256i| {
                 let each = |w: __m256i| _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(w, idx));
                 let (sh, mu, kept) = (each(shift), each(mul), each(on));
                 let y = _mm256_and_pd(_mm256_mul_pd(_mm256_sub_pd(R::load4(c), sh), mu), kept);
                 _mm_storeu_ps(a.add(4 * v).cast::<f32>(), _mm256_cvtpd_ps(y));
                 let bits = _mm256_movemask_pd(kept) as usize;
                 k.add(4 * v).cast::<u32>().write_unaligned(BYTES[bits & 15]);
+            };
+            if s < SMALL {
+                for (v, c) in x.chunks_exact(4).enumerate().take(s) {
+                    write(
+                        v,
+                        c,
+                        _mm256_loadu_si256(SPREAD[s][v].as_ptr().cast::<__m256i>()),
+                    );
+                }
+            } else {
+                // Whole vectors: group g's are s/4 in a row.
+                for (g, group) in x.chunks_exact(s).enumerate() {
+                    let pair = _mm256_setr_epi32(0, 1, 0, 1, 0, 1, 0, 1);
+                    let idx = _mm256_add_epi32(pair, _mm256_set1_epi32(2 * g as i32));
+                    for (v, c) in group.chunks_exact(4).enumerate() {
+                        write(g * s / 4 + v, c, idx);
+                    }
+                }
             }
         }
     }
 
-    /// A group's first pass, lane-wise.
+    /// A group's one pass, lane-wise, over its rewards less `head`.
     #[derive(Clone, Copy)]
     struct Lanes {
         sum: __m256d,
+        squares: __m256d,
         solved: __m256d,
-        /// All ones in a lane that saw a reward other than the group's first.
+        /// All ones in a lane that saw a reward other than `head`.
         spread: __m256d,
     }
 
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn first_pass<R: Reward>(x: &[R], t: __m256d) -> Lanes {
+    unsafe fn one_pass<R: Reward>(x: &[R], head: f64, t: __m256d) -> Lanes {
         let chunks = x.chunks_exact(4);
         let rest = chunks.remainder();
         // SAFETY (the whole block): the CPU has AVX2; `load4` reads four.
         unsafe {
             let one = _mm256_set1_pd(1.0);
-            let head = _mm256_set1_pd(x.first().map_or(0.0, |r| r.to_f64()));
+            let h = _mm256_set1_pd(head);
+            let zero = _mm256_setzero_pd();
             let mut l = Lanes {
-                sum: _mm256_setzero_pd(),
-                solved: _mm256_setzero_pd(),
-                spread: _mm256_setzero_pd(),
+                sum: zero,
+                squares: zero,
+                solved: zero,
+                spread: zero,
             };
             let mut add = |v: __m256d, valid: __m256d| {
-                // `v` is 0 where not `valid`.
-                l.sum = _mm256_add_pd(l.sum, v);
+                let d = _mm256_and_pd(_mm256_sub_pd(v, h), valid);
+                l.sum = _mm256_add_pd(l.sum, d);
+                l.squares = _mm256_add_pd(l.squares, _mm256_mul_pd(d, d));
                 let at_least = _mm256_and_pd(_mm256_cmp_pd::<_CMP_GE_OQ>(v, t), valid);
                 l.solved = _mm256_add_pd(l.solved, _mm256_and_pd(at_least, one));
-                let other = _mm256_and_pd(_mm256_cmp_pd::<_CMP_NEQ_UQ>(v, head), valid);
-                l.spread = _mm256_or_pd(l.spread, other);
+                l.spread = _mm256_or_pd(l.spread, _mm256_cmp_pd::<_CMP_NEQ_UQ>(d, zero));
             };
             let all = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
             for c in chunks {
@@ -1506,28 +1540,6 @@ mod avx2 {
                 add(v, valid);
             }
             l
-        }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn second_pass<R: Reward>(x: &[R], mean: f64) -> __m256d {
-        let chunks = x.chunks_exact(4);
-        let rest = chunks.remainder();
-        // SAFETY (the whole block): the CPU has AVX2; `load4` reads four.
-        unsafe {
-            let m = _mm256_set1_pd(mean);
-            let mut m2 = _mm256_setzero_pd();
-            for c in chunks {
-                let d = _mm256_sub_pd(R::load4(c), m);
-                m2 = _mm256_add_pd(m2, _mm256_mul_pd(d, d));
-            }
-            if !rest.is_empty() {
-                let (v, valid) = partial(rest);
-                let d = _mm256_sub_pd(v, m);
-                m2 = _mm256_add_pd(m2, _mm256_and_pd(_mm256_mul_pd(d, d), valid));
-            }
-            m2
         }
     }
 
