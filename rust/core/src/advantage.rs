@@ -1,28 +1,31 @@
 //! GRPO-family advantage estimators over grouped rewards.
 //!
 //! Every estimator is a rule that turns a group's moments (count, sum,
-//! extremes, squared deviations) into `A_i = (r_i - shift) * mul` for the
-//! group's rollouts, or for pass@k into a single winner ([`Rule::coeff`]),
-//! so all of them share one kernel. The kernel reads groups that lie side
-//! by side; a batch whose groups are interleaved is gathered into group
-//! order first and its outputs are scattered back.
+//! squared deviations, whether they are all equal) into `A_i = (r_i - shift)
+//! * mul` for the group's rollouts, or for pass@k into a single winner; the
+//! rules are the arms of `Rule::new`, so all estimators share one kernel.
+//! The kernel reads groups that lie side by side; a batch whose groups are
+//! interleaved is gathered into group order first and its outputs are
+//! scattered back.
 //!
 //! The kernel sweeps blocks of whole groups small enough to stay in cache:
-//! each group's moments (in f64, in two passes, mean then squared
-//! deviations, so that a group of equal rewards has a variance of exactly
-//! 0), then the coefficients of all the block's groups in one loop (so that
-//! their divisions and square roots vectorise across groups), then the
-//! outputs, each element written once. A batch then costs about what reading
-//! its rewards and writing its outputs costs (`benches/bench_advantages.py`
-//! prints it against a plain memory copy).
+//! the block's moments (f64), then the coefficients of all its groups in one
+//! loop (so that their divisions and square roots vectorise across groups),
+//! then the outputs, each element written once. Two implementations of the
+//! loops that touch every reward (`Kernel`): `moments`, a plain scalar
+//! reference that runs anywhere, and an AVX2 one chosen at run time, which
+//! reads four groups at once (`avx2`). A batch then costs about what
+//! reading its ids and rewards and writing its outputs costs
+//! (`benches/bench_advantages.py` prints it against a plain memory copy).
 //!
 //! Conventions (each a parameter where peers differ): NaN rewards are not
 //! scorable, leave the statistics alone and get advantage 0; a group with
 //! fewer than two scorable rewards, or whose scorable rewards are all equal,
-//! carries no signal and gets exactly 0. Infinite rewards are an error.
-//! Finite f64 rewards too large to square (beyond ~1e154) are computed again
-//! divided by a power of two, which is exact; a result that does not fit its
-//! type (a std beyond f64, an advantage beyond f32) is an error.
+//! carries no signal and gets exactly 0.
+//! Infinite rewards are an error. Finite f64 rewards too large to square
+//! (beyond ~1e154) are computed again divided by a power of two, which is
+//! exact; a result that does not fit its type (a std beyond f64, an
+//! advantage beyond f32) is an error.
 
 use std::mem::MaybeUninit;
 
@@ -635,20 +638,25 @@ struct Moments {
     spread: bool,
 }
 
-/// A group's moments, plainly: the scorable rewards' count, solved count and
-/// sum, then squared deviations from their mean (a second pass, so that a
-/// group of equal rewards has a variance of exactly 0). The reference for
-/// the AVX2 kernel, and what it falls back to for a group that holds NaN.
+/// A group's moments, plainly: the scorable rewards' count, solved count,
+/// sum and extremes, then squared deviations from their mean in a second
+/// pass. The reference for the AVX2 kernel, and what it falls back to for a
+/// group that holds NaN.
 fn moments<R: Reward>(x: &[R], threshold: f64) -> Moments {
     let scorable = || x.iter().map(|r| r.to_f64()).filter(|v| !v.is_nan());
-    let n = scorable().count() as f64;
-    let sum: f64 = scorable().sum();
+    let (mut n, mut sum, mut solved) = (0.0, 0.0, 0.0);
+    let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in scorable() {
+        n += 1.0;
+        sum += v;
+        solved += if v >= threshold { 1.0 } else { 0.0 };
+        min = min.min(v);
+        max = max.max(v);
+    }
     let mean = sum / n;
-    let min = scorable().fold(f64::INFINITY, f64::min);
-    let max = scorable().fold(f64::NEG_INFINITY, f64::max);
     Moments {
         n,
-        solved: scorable().filter(|&v| v >= threshold).count() as f64,
+        solved,
         sum,
         mean,
         m2: scorable().map(|v| (v - mean) * (v - mean)).sum(),
