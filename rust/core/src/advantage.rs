@@ -1,9 +1,10 @@
 //! GRPO-family advantage estimators over grouped rewards.
 //!
 //! Every estimator is a rule that turns a group's moments (count, sum,
-//! squared deviations, whether they are all equal) into `A_i = (r_i - shift)
-//! * mul` for the group's rollouts, or for pass@k into a single winner; the
-//! rules are the arms of `Rule::new`, so all estimators share one kernel.
+//! squared deviations, whether they are all equal) into
+//! `A_i = (r_i - shift) * mul` for the group's rollouts, or for pass@k into
+//! a single winner; the rules are the arms of `Rule::new`, so all
+//! estimators share one kernel.
 //! The kernel reads groups that lie side by side; a batch whose groups are
 //! interleaved is gathered into group order first and its outputs are
 //! scattered back.
