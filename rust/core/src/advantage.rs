@@ -480,41 +480,50 @@ fn sweep_all<R: Reward>(
     let How { par, simd } = how;
     let tasks = split(x, sizes, if par { TASK_GROUPS } else { usize::MAX }, out);
     let rule = Rule::new(params, unit, 0.0);
-    if !needs_batch(params) {
-        let each = |t: Task<'_, R>| sweep(simd, t.x, t.sizes, t.first_group, None, &rule, t.out);
-        return if par {
-            tasks
-                .into_par_iter()
-                .map(each)
-                .reduce(Status::default, Status::merge)
-        } else {
-            tasks
-                .into_iter()
-                .map(each)
-                .fold(Status::default(), Status::merge)
+    let known = if needs_batch(params) {
+        let moments_of = |t: &Task<'_, R>| {
+            let mut m = Vec::with_capacity(t.sizes.len());
+            sweep(
+                simd,
+                t.x,
+                t.sizes,
+                t.first_group,
+                &rule,
+                Pass::Moments(&mut m),
+            );
+            m
         };
-    }
-    let moments_of = |t: &Task<'_, R>| all_moments(simd, t.x, t.sizes, rule.threshold);
-    let moments: Vec<Vec<Moments>> = if par {
-        tasks.par_iter().map(moments_of).collect()
+        let moments: Vec<Vec<Moments>> = if par {
+            tasks.par_iter().map(moments_of).collect()
+        } else {
+            tasks.iter().map(moments_of).collect()
+        };
+        Some(moments)
     } else {
-        tasks.iter().map(moments_of).collect()
+        None
     };
-    let batch = batch_std(moments.iter().flatten(), &rule);
+    let batch = known
+        .as_ref()
+        .map_or(0.0, |m| batch_std(m.iter().flatten(), &rule));
     let rule = Rule::new(params, unit, batch);
-    let each = |(t, m): (Task<'_, R>, Vec<Moments>)| {
-        sweep(simd, t.x, t.sizes, t.first_group, Some(&m), &rule, t.out)
+    let each = |(t, m): (Task<'_, R>, Option<Vec<Moments>>)| {
+        let pass = Pass::Outputs(m.as_deref(), t.out);
+        sweep(simd, t.x, t.sizes, t.first_group, &rule, pass)
     };
+    let known = known.map_or_else(
+        || vec![None; tasks.len()],
+        |m| m.into_iter().map(Some).collect(),
+    );
     let status = if par {
         tasks
             .into_par_iter()
-            .zip(moments)
+            .zip(known)
             .map(each)
             .reduce(Status::default, Status::merge)
     } else {
         tasks
             .into_iter()
-            .zip(moments)
+            .zip(known)
             .map(each)
             .fold(Status::default(), Status::merge)
     };
@@ -522,6 +531,15 @@ fn sweep_all<R: Reward>(
         nonfinite: status.nonfinite || !batch.is_finite(),
         ..status
     }
+}
+
+/// What a sweep over a run of whole groups does.
+enum Pass<'a> {
+    /// Their moments only: the first pass of an estimator that needs the
+    /// batch's statistics.
+    Moments(&'a mut Vec<Moments>),
+    /// Their outputs, from their moments when known, else computing them.
+    Outputs(Option<&'a [Moments]>, Out<'a>),
 }
 
 /// The outputs of a run of whole groups: per rollout and per group. Each
@@ -840,18 +858,6 @@ trait Kernel: Copy {
     ) -> bool {
         false
     }
-
-    /// The outputs of a group whose rewards are all scorable: with `signal`,
-    /// `adv[i] = (x[i] - shift) * mul` and `keep[i] = true`; without, 0 and
-    /// false. (One loop either way: a separate fill would become a call to
-    /// `memset` per group.)
-    fn write_scorable<R: Reward>(
-        self,
-        x: &[R],
-        c: &Coeff,
-        adv: &mut [MaybeUninit<f32>],
-        keep: &mut [MaybeUninit<bool>],
-    );
 }
 
 #[derive(Clone, Copy)]
@@ -866,72 +872,25 @@ impl Kernel for Plain {
             lo += s as usize;
         }
     }
-
-    #[inline(always)]
-    fn write_scorable<R: Reward>(
-        self,
-        x: &[R],
-        c: &Coeff,
-        adv: &mut [MaybeUninit<f32>],
-        keep: &mut [MaybeUninit<bool>],
-    ) {
-        for ((a, k), r) in adv.iter_mut().zip(keep.iter_mut()).zip(x) {
-            let v = ((r.to_f64() - c.shift) * c.mul) as f32;
-            a.write(if c.signal { v } else { 0.0 });
-            k.write(c.signal);
-        }
-    }
 }
 
-/// The moments of a run of whole groups (the first pass of an estimator
-/// that needs the batch's).
-fn all_moments<R: Reward>(simd: bool, x: &[R], sizes: &[u32], threshold: f64) -> Vec<Moments> {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(k) = avx2::Avx2::detect().filter(|_| simd) {
-        return k.all_moments(x, sizes, threshold);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = simd;
-    all_moments_with(Plain, x, sizes, threshold)
-}
-
-#[inline(always)]
-fn all_moments_with<R: Reward, K: Kernel>(
-    k: K,
-    mut x: &[R],
-    sizes: &[u32],
-    threshold: f64,
-) -> Vec<Moments> {
-    let mut block = Block::EMPTY;
-    let mut all = Vec::with_capacity(sizes.len());
-    for sizes in sizes.chunks(BLOCK) {
-        let len: usize = sizes.iter().map(|&s| s as usize).sum();
-        let (bx, rest) = x.split_at(len);
-        x = rest;
-        k.moments(bx, sizes, threshold, &mut block);
-        all.extend((0..sizes.len()).map(|j| block.get(j)));
-    }
-    all
-}
-
-/// The outputs of a run of whole groups, a block at a time. `known` holds
-/// their moments when the batch's were needed first.
+/// A run of whole groups, a block at a time, with the AVX2 kernel where the
+/// CPU has it (and `simd` allows).
 fn sweep<R: Reward>(
     simd: bool,
     x: &[R],
     sizes: &[u32],
     first_group: usize,
-    known: Option<&[Moments]>,
     rule: &Rule,
-    out: Out<'_>,
+    pass: Pass<'_>,
 ) -> Status {
     #[cfg(target_arch = "x86_64")]
     if let Some(k) = avx2::Avx2::detect().filter(|_| simd) {
-        return k.sweep(x, sizes, first_group, known, rule, out);
+        return k.sweep(x, sizes, first_group, rule, pass);
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = simd;
-    sweep_with(Plain, x, sizes, first_group, known, rule, out)
+    sweep_with(Plain, x, sizes, first_group, rule, pass)
 }
 
 #[inline(always)]
@@ -940,12 +899,23 @@ fn sweep_with<R: Reward, K: Kernel>(
     mut x: &[R],
     sizes: &[u32],
     first_group: usize,
-    known: Option<&[Moments]>,
     rule: &Rule,
-    mut out: Out<'_>,
+    pass: Pass<'_>,
 ) -> Status {
     let mut status = Status::default();
     let mut block = Block::EMPTY;
+    let (known, mut out) = match pass {
+        Pass::Moments(all) => {
+            for sizes in sizes.chunks(BLOCK) {
+                let (bx, rest) = x.split_at(sizes.iter().map(|&s| s as usize).sum());
+                x = rest;
+                k.moments(bx, sizes, rule.threshold, &mut block);
+                all.extend((0..sizes.len()).map(|j| block.get(j)));
+            }
+            return status;
+        }
+        Pass::Outputs(known, out) => (known, out),
+    };
     for (b, sizes) in sizes.chunks(BLOCK).enumerate() {
         let len: usize = sizes.iter().map(|&s| s as usize).sum();
         let (bx, rest) = x.split_at(len);
@@ -981,12 +951,7 @@ fn sweep_with<R: Reward, K: Kernel>(
                 let (j, end) = (4 * q + g, at + s as usize);
                 let (x, adv, keep) = (&x[at..end], &mut adv[at..end], &mut keep[at..end]);
                 at = end;
-                let c = block.coeff(j);
-                // The common group: every reward scorable.
-                let scorable = block.n[j] == f64::from(s);
-                if scorable && !(c.signal && rule.estimator == Estimator::GrpoPassk) {
-                    k.write_scorable(x, &c, adv, keep);
-                } else if let Some(v) = write(x, &c, rule, adv, keep) {
+                if let Some(v) = write(x, &block.coeff(j), rule, adv, keep) {
                     status.f32_overflow = status.f32_overflow.or(Some((first + j, v)));
                 }
             }
@@ -1105,9 +1070,11 @@ fn widest<R: Reward>(x: &[R], sizes: &[u32], block: &Block) -> Option<(usize, f6
     None
 }
 
-/// One group's advantages and keep mask where some reward is NaN, the group
-/// has no signal, or the estimator is pass@k; returns the magnitude of a
-/// pass@k winner's advantage that does not fit f32.
+/// One group's advantages and keep mask (a group the kernel did not write
+/// with three others: ragged sizes, NaN, pass@k, no AVX2); returns the
+/// magnitude of a pass@k winner's advantage that does not fit f32.
+// Out of line: the sweep's own loops are the hot ones.
+#[inline(never)]
 fn write<R: Reward>(
     x: &[R],
     c: &Coeff,
@@ -1173,7 +1140,7 @@ mod avx2 {
     use std::arch::x86_64::*;
     use std::mem::MaybeUninit;
 
-    use super::{Block, Coeff, Kernel, Moments, Out, Reward, Rule, Status};
+    use super::{Block, Kernel, Pass, Reward, Rule, Status};
 
     /// Proof that the CPU has AVX2: made only by [`Avx2::detect`].
     #[derive(Clone, Copy)]
@@ -1186,27 +1153,28 @@ mod avx2 {
             std::arch::is_x86_feature_detected!("avx2").then_some(Avx2(()))
         }
 
+        /// [`super::sweep_with`] compiled for AVX2.
         pub(super) fn sweep<R: Reward>(
             self,
             x: &[R],
             sizes: &[u32],
             first_group: usize,
-            known: Option<&[Moments]>,
             rule: &Rule,
-            out: Out<'_>,
+            pass: Pass<'_>,
         ) -> Status {
+            #[target_feature(enable = "avx2")]
+            unsafe fn sweep<R: Reward>(
+                k: Avx2,
+                x: &[R],
+                sizes: &[u32],
+                first_group: usize,
+                rule: &Rule,
+                pass: Pass<'_>,
+            ) -> Status {
+                super::sweep_with(k, x, sizes, first_group, rule, pass)
+            }
             // SAFETY: an `Avx2` exists only where the CPU has AVX2.
-            unsafe { sweep(self, x, sizes, first_group, known, rule, out) }
-        }
-
-        pub(super) fn all_moments<R: Reward>(
-            self,
-            x: &[R],
-            sizes: &[u32],
-            threshold: f64,
-        ) -> Vec<Moments> {
-            // SAFETY: as above.
-            unsafe { all_moments(self, x, sizes, threshold) }
+            unsafe { sweep(self, x, sizes, first_group, rule, pass) }
         }
     }
 
@@ -1215,18 +1183,6 @@ mod avx2 {
         fn moments<R: Reward>(self, x: &[R], sizes: &[u32], threshold: f64, block: &mut Block) {
             // SAFETY: as above.
             unsafe { moments(x, sizes, threshold, block) }
-        }
-
-        #[inline(always)]
-        fn write_scorable<R: Reward>(
-            self,
-            x: &[R],
-            c: &Coeff,
-            adv: &mut [MaybeUninit<f32>],
-            keep: &mut [MaybeUninit<bool>],
-        ) {
-            // SAFETY: as above.
-            unsafe { write_scorable(x, c, adv, keep) }
         }
 
         #[inline(always)]
@@ -1254,29 +1210,6 @@ mod avx2 {
             }
             simple
         }
-    }
-
-    #[target_feature(enable = "avx2")]
-    unsafe fn sweep<R: Reward>(
-        k: Avx2,
-        x: &[R],
-        sizes: &[u32],
-        first_group: usize,
-        known: Option<&[Moments]>,
-        rule: &Rule,
-        out: Out<'_>,
-    ) -> Status {
-        super::sweep_with(k, x, sizes, first_group, known, rule, out)
-    }
-
-    #[target_feature(enable = "avx2")]
-    unsafe fn all_moments<R: Reward>(
-        k: Avx2,
-        x: &[R],
-        sizes: &[u32],
-        threshold: f64,
-    ) -> Vec<Moments> {
-        super::all_moments_with(k, x, sizes, threshold)
     }
 
     /// The moments of up to [`super::BLOCK`] groups, four at a time.
@@ -1599,60 +1532,6 @@ mod avx2 {
         // SAFETY: the CPU has AVX2; four f64 are stored into four.
         unsafe { _mm256_storeu_pd(l.as_mut_ptr(), v) };
         l
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn write_scorable<R: Reward>(
-        x: &[R],
-        c: &Coeff,
-        adv: &mut [MaybeUninit<f32>],
-        keep: &mut [MaybeUninit<bool>],
-    ) {
-        let n = x.len().min(adv.len()).min(keep.len());
-        let chunks = x[..n].chunks_exact(4);
-        let whole = n - chunks.remainder().len();
-        let (a, k) = (adv.as_mut_ptr(), keep.as_mut_ptr());
-        // Opaque to the compiler, which would otherwise split the stores of
-        // a constant out of the loops into a call to `memset` per group.
-        let signal = std::hint::black_box(c.signal);
-        let four = u32::from(signal) * 0x0101_0101;
-        // SAFETY (the whole block): the CPU has AVX2; every store is inside
-        // `adv[..n]` / `keep[..n]` and writes valid f32 / bool.
-        unsafe {
-            let (s, m) = (_mm256_set1_pd(c.shift), _mm256_set1_pd(c.mul));
-            // All ones with signal: without, the advantages are +0.0 (not
-            // the -0.0 that `(r - 0) * 0` gives a negative reward).
-            let on = _mm_castsi128_ps(_mm_set1_epi32(-i32::from(signal)));
-            for (i, c) in chunks.enumerate() {
-                let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(R::load4(c), s), m));
-                _mm_storeu_ps(a.add(4 * i).cast::<f32>(), _mm_and_ps(v, on));
-                k.add(4 * i).cast::<u32>().write_unaligned(four);
-            }
-        }
-        // The last one to three, without a loop (the compiler would turn its
-        // stores of a loop-invariant value into a call to `memset`).
-        let rest = n - whole;
-        if rest > 0 {
-            // SAFETY: the CPU has AVX2; the masked store writes
-            // `adv[whole..n]`, the byte stores `keep[whole..n]`.
-            unsafe {
-                let (v, _) = partial(&x[whole..n]);
-                let (s, m) = (_mm256_set1_pd(c.shift), _mm256_set1_pd(c.mul));
-                let v = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, s), m));
-                let on = _mm_castsi128_ps(_mm_set1_epi32(-i32::from(signal)));
-                let lanes =
-                    _mm_cmplt_epi32(_mm_setr_epi32(0, 1, 2, 3), _mm_set1_epi32(rest as i32));
-                _mm_maskstore_ps(a.add(whole).cast::<f32>(), lanes, _mm_and_ps(v, on));
-                k.add(whole).write(MaybeUninit::new(signal));
-                if rest > 1 {
-                    k.add(whole + 1).write(MaybeUninit::new(signal));
-                }
-                if rest > 2 {
-                    k.add(whole + 2).write(MaybeUninit::new(signal));
-                }
-            }
-        }
     }
 }
 
