@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 DEPS_HASH := $(shell cat requirements/*.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
 
-.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust fuzz clean
+.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust fuzz clean wheel
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -54,6 +54,16 @@ demo: develop ## GRPO training of the embedded tiny model on the CPU
 bench: develop ## pytest-benchmark comparisons against peers (ratios printed)
 	$(PY) -m pytest benches -q -p no:randomly --benchmark-only --benchmark-columns=min,median,mean,rounds
 
+WHEEL_DIR ?= .whl
+wheel: $(STAMP) ## the abi3 wheel + Liger-Kernel's and pytest's wheels in .whl/ (scripts/gpu_check.sh)
+	mkdir -p $(WHEEL_DIR)
+	rm -f $(WHEEL_DIR)/grpo_fast-*.whl
+	$(VENV)/bin/maturin build --release --quiet --out $(WHEEL_DIR)
+	@# For a GPU machine without network: pure-Python wheels, installed there with --no-deps.
+	$(PY) -m pip download --quiet --no-deps --dest $(WHEEL_DIR) liger-kernel==0.8.5
+	$(PY) -m pip download --quiet --only-binary=:all: --dest $(WHEEL_DIR) pytest==9.2.0
+	@ls $(WHEEL_DIR)
+
 bench-rust: ## Criterion benches of the core
 	cargo bench -p grpo-fast-core
 
@@ -61,12 +71,19 @@ FUZZ_SECONDS ?= 120
 FUZZ_FLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=3 \
 	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 	-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks
-fuzz: ## libFuzzer over extraction, parsing and comparison (nightly; FUZZ_SECONDS=120)
+# Inputs may be as long as a gold plus a completion at the 256 KiB limit, from
+# the first run on (-len_control=0: libFuzzer's default grows them a few bytes
+# at a time and never got past ~205 bytes in 10 minutes).
+FUZZ_MAX_LEN ?= 270000
+fuzz: ## libFuzzer over extraction, parsing and comparison, from seeds (nightly; FUZZ_SECONDS=120)
 	cd rust/fuzz && RUSTFLAGS="$(FUZZ_FLAGS)" cargo +nightly build --release \
 		--target x86_64-unknown-linux-gnu --bin verify
-	mkdir -p rust/fuzz/corpus/verify
+	python3 scripts/fuzz_seeds.py rust/fuzz/seeds/verify
+	mkdir -p rust/fuzz/corpus/verify rust/fuzz/artifacts
 	rust/fuzz/target/x86_64-unknown-linux-gnu/release/verify rust/fuzz/corpus/verify \
-		-max_len=4096 -timeout=2 -rss_limit_mb=2048 -max_total_time=$(FUZZ_SECONDS)
+		rust/fuzz/seeds/verify -artifact_prefix=rust/fuzz/artifacts/ \
+		-max_len=$(FUZZ_MAX_LEN) -len_control=0 -timeout=2 -rss_limit_mb=2048 \
+		-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 
 clean: ## remove build outputs (keeps .venv)
 	cargo clean

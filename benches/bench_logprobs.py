@@ -20,9 +20,17 @@ implementations step by step (one warm-up step each, then the median of
 report checksums of the outputs and gradients, and the parent checks that both
 implementations agree.
 
+``--liger`` adds Liger-Kernel's fused linear cross-entropy
+(``liger_kernel.transformers.LigerFusedLinearCrossEntropyLoss`` with
+``reduction="none"``: the per-token loss is ``-logp``) as a third
+implementation, measured the same way. It needs the ``liger-kernel`` package
+and CUDA (its kernels are Triton); without them the row says why it was left
+out.
+
 Run it as a script (``python benches/bench_logprobs.py``, ``--device cuda``,
-``--tokens``/``--vocab`` to resize, ``--help``), or through pytest-benchmark
-(``make bench``), where ``GRPO_FAST_BENCH_T`` shrinks T (default 1024 and 256).
+``--liger``, ``--tokens``/``--vocab`` to resize, ``--help``), or through
+pytest-benchmark (``make bench``), where ``GRPO_FAST_BENCH_T`` shrinks T
+(default 1024 and 256).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import time
 import pytest
 
 IMPLS = ("fused", "naive")
+LIGER = "liger"
 H = 1024
 B = 8
 
@@ -54,6 +63,35 @@ def _fused(h, w, t):
     from grpo_fast.logprobs import token_logprobs
 
     return token_logprobs(h, w, t)
+
+
+def _liger(h, w, t):
+    from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
+
+    # reduction="none": the per-token cross-entropy, -logp, with a backward for any upstream.
+    loss = LigerFusedLinearCrossEntropyLoss(reduction="none")
+    return -loss(w, h.reshape(-1, h.shape[-1]), t.reshape(-1)).view(t.shape)
+
+
+_STEPS = {"fused": _fused, "naive": _naive, LIGER: _liger}
+
+
+def liger_unavailable(device: str) -> str | None:
+    """Why Liger-Kernel cannot be measured here (None when it can)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("liger_kernel") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return (
+            "liger-kernel is not installed (pip install liger-kernel; offline: "
+            "pip install --no-index --no-deps .whl/liger_kernel-*.whl, from make wheel)"
+        )
+    if not device.startswith("cuda"):
+        return f"Liger-Kernel's kernels are Triton, they need CUDA (device {device})"
+    return None
 
 
 def _rss_bytes() -> int:
@@ -78,7 +116,7 @@ def _setup(b, t, h, v, device, dtype):
 
     def step(impl):
         hidden.grad = weight.grad = None
-        logp = (_fused if impl == "fused" else _naive)(hidden, weight, targets)
+        logp = _STEPS[impl](hidden, weight, targets)
         (logp * upstream).sum().backward()
         if device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -111,13 +149,16 @@ def child_memory(impl: str, b: int, t: int, h: int, v: int, device: str, dtype: 
     return {"impl": impl, "peak_bytes": peak, "checks": checks}
 
 
-def child_time(b: int, t: int, h: int, v: int, device: str, dtype: str, repeats: int) -> dict:
-    """Both implementations in one process, alternating, so a noisy machine
-    slows both alike; one warm-up step each."""
+def child_time(
+    b: int, t: int, h: int, v: int, device: str, dtype: str, repeats: int, impls=IMPLS
+) -> dict:
+    """The implementations in one process, alternating, so a noisy machine
+    slows them alike; one warm-up step each."""
     _, _, step = _setup(b, t, h, v, device, dtype)
-    times: dict[str, list[float]] = {impl: [] for impl in IMPLS}
+    impls = tuple(impls)
+    times: dict[str, list[float]] = {impl: [] for impl in impls}
     for rnd in range(repeats + 1):
-        for impl in IMPLS if rnd % 2 == 0 else IMPLS[::-1]:
+        for impl in impls if rnd % 2 == 0 else impls[::-1]:
             start = time.perf_counter()
             step(impl)
             if rnd > 0:
@@ -136,29 +177,45 @@ def _child(args: list[str], threads: int | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def compare(b, t, h, v, device="cpu", dtype="float32", repeats=2, threads=None) -> dict:
-    """Peak memory of each implementation in a fresh subprocess, then both timed
-    in one more subprocess."""
+def compare(
+    b, t, h, v, device="cpu", dtype="float32", repeats=2, threads=None, liger=False
+) -> dict:
+    """Peak memory of each implementation in a fresh subprocess, then all timed
+    in one more subprocess. ``liger``: Liger-Kernel too, where it can run."""
     shape = [f"--batch={b}", f"--tokens={t}", f"--hidden={h}", f"--vocab={v}"]
     shape += [f"--device={device}", f"--dtype={dtype}"]
-    mem = {impl: _child(["--child", impl, *shape], threads) for impl in IMPLS}
-    fused, naive = mem["fused"], mem["naive"]
-    for a, n in zip(fused["checks"], naive["checks"], strict=True):
+    skipped = liger_unavailable(device) if liger else None
+    impls = IMPLS + ((LIGER,) if liger and skipped is None else ())
+    mem = {impl: _child(["--child", impl, *shape], threads) for impl in impls}
+    naive = mem["naive"]
+    for impl in impls[:1] + impls[2:]:
         # Sums over thousands of tokens: agree to fp32 (or 16-bit) accumulation error.
         tol = 1e-3 if dtype == "float32" else 3e-2
-        if abs(a - n) > tol * max(1.0, abs(n)):
-            raise AssertionError(f"fused {fused['checks']} != naive {naive['checks']}")
-    times = _child(["--child", "time", f"--repeats={repeats}", *shape], threads)
-    tf, tn = statistics.median(times["fused"]), statistics.median(times["naive"])
-    return {
+        for a, n in zip(mem[impl]["checks"], naive["checks"], strict=True):
+            if abs(a - n) > tol * max(1.0, abs(n)):
+                raise AssertionError(f"{impl} {mem[impl]['checks']} != naive {naive['checks']}")
+    timing = ["--child", "time", f"--repeats={repeats}", f"--impls={','.join(impls)}", *shape]
+    times = _child(timing, threads)
+    med = {impl: statistics.median(times[impl]) for impl in impls}
+    row = {
         "shape": f"B={b} T={t} H={h} V={v} {dtype} {device}",
-        "fused_peak_mib": fused["peak_bytes"] / 2**20,
+        "fused_peak_mib": mem["fused"]["peak_bytes"] / 2**20,
         "naive_peak_mib": naive["peak_bytes"] / 2**20,
-        "memory_ratio": fused["peak_bytes"] / naive["peak_bytes"],
-        "fused_s": tf,
-        "naive_s": tn,
-        "time_ratio": tf / tn,
+        "memory_ratio": mem["fused"]["peak_bytes"] / naive["peak_bytes"],
+        "fused_s": med["fused"],
+        "naive_s": med["naive"],
+        "time_ratio": med["fused"] / med["naive"],
     }
+    if LIGER in impls:
+        row.update(
+            liger_peak_mib=mem[LIGER]["peak_bytes"] / 2**20,
+            liger_s=med[LIGER],
+            fused_vs_liger_memory=mem["fused"]["peak_bytes"] / mem[LIGER]["peak_bytes"],
+            fused_vs_liger_time=med["fused"] / med[LIGER],
+        )
+    elif liger:
+        row["liger_skipped"] = skipped
+    return row
 
 
 def _print(row: dict) -> None:
@@ -170,6 +227,15 @@ def _print(row: dict) -> None:
         f"({row['time_ratio']:.2f}x naive; goal <= 1.3x)",
         flush=True,
     )
+    if "liger_s" in row:
+        print(
+            f"{row['shape']}: Liger-Kernel peak {row['liger_peak_mib']:.0f} MiB, fwd+bwd "
+            f"{row['liger_s']:.3f} s; fused / liger: memory {row['fused_vs_liger_memory']:.2f}x, "
+            f"time {row['fused_vs_liger_time']:.2f}x",
+            flush=True,
+        )
+    elif "liger_skipped" in row:
+        print(f"{row['shape']}: Liger-Kernel skipped: {row['liger_skipped']}", flush=True)
 
 
 # --- pytest-benchmark -----------------------------------------------------------------
@@ -196,7 +262,8 @@ def test_logprobs_memory_and_time(benchmark, cfg, capsys):
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--child", choices=(*IMPLS, "time"), help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=(*IMPLS, LIGER, "time"), help=argparse.SUPPRESS)
+    p.add_argument("--impls", default=",".join(IMPLS), help=argparse.SUPPRESS)
     p.add_argument("--batch", type=int, default=B)
     p.add_argument("--tokens", type=int, default=None, help="T (default 1024 and 256)")
     p.add_argument("--hidden", type=int, default=H)
@@ -205,9 +272,13 @@ def main(argv=None) -> None:
     p.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
     p.add_argument("--repeats", type=int, default=2, help="timed steps of each implementation")
     p.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of the children")
+    p.add_argument(
+        "--liger", action="store_true", help="also Liger-Kernel's fused linear cross-entropy"
+    )
     a = p.parse_args(argv)
     if a.child == "time":
-        r = child_time(a.batch, a.tokens, a.hidden, a.vocab, a.device, a.dtype, a.repeats)
+        impls = a.impls.split(",")
+        r = child_time(a.batch, a.tokens, a.hidden, a.vocab, a.device, a.dtype, a.repeats, impls)
         print(json.dumps(r))
         return
     if a.child:
@@ -225,7 +296,10 @@ def main(argv=None) -> None:
     else:
         configs = [(a.batch, 1024, a.hidden, 32_768), (a.batch, 256, a.hidden, 151_936)]
     for cfg in configs:
-        _print(compare(*cfg, device=device, dtype=a.dtype, repeats=a.repeats, threads=a.threads))
+        row = compare(
+            *cfg, device=device, dtype=a.dtype, repeats=a.repeats, threads=a.threads, liger=a.liger
+        )
+        _print(row)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Build the embedded demo: a tiny Qwen2 model warm-started on 2-digit addition.
 
 Writes ``python/grpo_fast/data/tiny_adder/`` (config, safetensors weights,
-character-level tokenizer) and ``python/grpo_fast/data/addition_{train,eval}.jsonl``.
+character-level tokenizer with a small chat template) and
+``python/grpo_fast/data/addition_{train,eval}.jsonl``.
 Reproducible: the same seed gives the same files (CPU, one thread).
 
 The supervised warm start is deliberately short so that the model solves
@@ -26,6 +27,16 @@ import torch
 DATA = Path(__file__).resolve().parent.parent / "python" / "grpo_fast" / "data"
 SPECIALS = ["<pad>", "<eos>"]
 CHARS = list("0123456789+-*= ")
+# A chat template in the tokenizer's own characters, so conversational prompts work end
+# to end: a system message and a space, then the user's message; an assistant message
+# ends with <eos>. The generation prompt is empty, so a one-message conversation is
+# exactly its plain prompt.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['content'] }}"
+    "{% if m['role'] == 'system' %}{{ ' ' }}"
+    "{% elif m['role'] == 'assistant' %}{{ eos_token }}{% endif %}"
+    "{% endfor %}"
+)
 
 
 def build_tokenizer():
@@ -37,9 +48,11 @@ def build_tokenizer():
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
+    out = PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", padding_side="left"
     )
+    out.chat_template = CHAT_TEMPLATE
+    return out
 
 
 def build_model(vocab_size: int, seed: int):

@@ -37,11 +37,15 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 @pytest.fixture
 def make_config(tmp_path: Path) -> Callable[..., Any]:
     """``make_config(**overrides)``: a :class:`TrainerConfig` of :data:`SMALL_RUN` writing
-    into ``tmp_path / "run"``."""
+    into ``tmp_path / "run"``. Tests build several trainers there, so each replaces the
+    last one's run (``overwrite``) unless it resumes it."""
     from grpo_fast.trainer import TrainerConfig
 
     def make(**kw: Any) -> Any:
-        return TrainerConfig(**{"output_dir": str(tmp_path / "run"), **SMALL_RUN, **kw})
+        replace = kw.get("resume") is None
+        return TrainerConfig(
+            **{"output_dir": str(tmp_path / "run"), "overwrite": replace, **SMALL_RUN, **kw}
+        )
 
     return make
 
@@ -84,3 +88,26 @@ def tiny_causal_lm(architecture: str = "qwen2", *, seed: int = 0, **overrides: A
 def tiny_lm() -> Callable[..., Any]:
     """``tiny_lm(architecture="qwen2", **config_overrides)``: see :func:`tiny_causal_lm`."""
     return tiny_causal_lm
+
+
+def save_tiny_model(path: Path, architecture: str = "qwen2", **overrides: Any) -> Path:
+    """A :func:`tiny_causal_lm` saved with the embedded tokenizer (and its chat template)
+    as a transformers model directory at ``path``."""
+    import shutil
+
+    model = tiny_causal_lm(architecture, **overrides)
+    model.generation_config.pad_token_id = 0
+    model.save_pretrained(path)
+    for f in (DATA_DIR / "tiny_adder").iterdir():
+        if f.name.startswith("tokenizer") or f.name == "chat_template.jinja":
+            shutil.copy(f, path / f.name)
+    return path
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path: Path) -> Callable[..., Path]:
+    """``tiny_model_dir(architecture="qwen2", **config_overrides)``: a directory holding a
+    :func:`tiny_causal_lm` and the embedded tokenizer (a model that is not the demo)."""
+    return lambda architecture="qwen2", **kw: save_tiny_model(
+        tmp_path / f"model-{architecture}", architecture, **kw
+    )

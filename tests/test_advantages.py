@@ -487,7 +487,15 @@ def test_non_ascii_ids_group_like_their_ascii_codes():
 
 
 def test_estimator_names_are_the_core_table_with_its_aliases():
-    assert grpo_fast.names.ESTIMATORS == ("grpo", "rloo", "reinforce_pp_baseline", "grpo_passk")
+    assert grpo_fast.names.ESTIMATORS == (
+        "grpo",
+        "rloo",
+        "reinforce_pp_baseline",
+        "grpo_passk",
+        "remax",
+        "opo",
+        "gpg",
+    )
     assert grpo_fast.names.SCALES == ("group", "batch", "none")
     assert grpo_fast.advantages.ESTIMATORS is grpo_fast.names.ESTIMATORS
     r = [1.0, 0.0, 3.0, 5.0, 2.0, 2.5]

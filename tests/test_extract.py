@@ -45,7 +45,10 @@ def found(text, **kw):
         (r"so it is $\frac{1}{2}$", (r"$\frac{1}{2}$",), "math_span"),
         ("a total of **12** apples", ("12",), "bold"),
         ("I pick (C) for this one", ("C",), "choice"),
-        ("-1,234.5 metres", ("-1,234.5",), "last_number"),
+        ("the depth is -1,234.5 metres", ("-1,234.5",), "last_number"),
+        # A value with its unit and nothing else is the answer (units are decoration).
+        ("-1,234.5 metres", ("-1,234.5 metres",), "bare"),
+        (r"2\pi cm", (r"2\pi cm",), "bare"),
     ],
 )
 def test_rules(text, parts, rule):

@@ -589,6 +589,18 @@ try:
     out["manager"] = get_reward_manager_cls("grpo_fast").__name__
 except ValueError as e:
     out["manager_error"] = str(e)
+try:
+    from omegaconf import OmegaConf
+    cfg = OmegaConf.create({"clip_ratio": 0.2, "clip_ratio_low": 0.2, "clip_ratio_high": 0.28,
+                            "clip_ratio_c": 3.0, "global_batch_info": {}})
+    lp, adv = torch.tensor([[-1.0, -2.0, -0.5]]), torch.tensor([[1.0, -1.0, 1.0]])
+    old = lp + torch.tensor([[-0.4, -0.3, 0.1]])
+    args = (old, lp, adv, torch.ones(1, 3), "token-mean", cfg)
+    a, _ = core_algos.get_policy_loss_fn("grpo_fast_vanilla")(*args)
+    v, _ = core_algos.get_policy_loss_fn("vanilla")(*args)
+    out["loss_diff"] = float((a - v).abs())
+except ValueError as e:
+    out["loss_error"] = str(e)
 print("RESULT " + json.dumps(out))
 """
 
@@ -642,11 +654,12 @@ def test_pyproject_plugin_entry_point_registers_in_a_fresh_verl_process(tmp_path
     (dist / "entry_points.txt").write_text("[verl.plugins]\n" + lines)
     out = _run_probe(tmp_path, {}, tmp_path / "site")
     assert out["gf_imported"] and out["manager"] == "GrpoFastRewardManager", out
-    assert out["max_abs_diff"] < 1e-6, out
+    assert out["max_abs_diff"] < 1e-6 and out["loss_diff"] < 1e-7, out
     # The control: with verl's plugin discovery off, the driver does not know the name.
     off = _run_probe(tmp_path, {"VERL_USE_EXTERNAL_PLUGINS": "none"}, tmp_path / "site")
     assert "Unknown advantage estimator" in off["estimator_error"], off
     assert "Unknown reward manager" in off["manager_error"], off
+    assert "Unsupported loss mode: grpo_fast_vanilla" in off["loss_error"], off
 
 
 def test_verl_use_external_modules_registers_in_a_fresh_process(tmp_path):
@@ -659,7 +672,7 @@ def test_verl_use_external_modules_registers_in_a_fresh_process(tmp_path):
         },
     )
     assert out["gf_imported"] and out["manager"] == "GrpoFastRewardManager", out
-    assert out["max_abs_diff"] < 1e-6, out
+    assert out["max_abs_diff"] < 1e-6 and out["loss_diff"] < 1e-7, out
 
 
 def test_installed_grpo_fast_declares_the_plugin(tmp_path):
@@ -680,6 +693,7 @@ def test_installed_grpo_fast_declares_the_plugin(tmp_path):
     assert {ep.name: ep.value for ep in eps} == _pyproject_plugins()
     out = _run_probe(tmp_path, {})
     assert out["gf_imported"] and out["manager"] == "GrpoFastRewardManager", out
+    assert out["loss_diff"] < 1e-7, out
 
 
 # --- verl's reward loop: RewardLoopWorker -> load_reward_manager -> the managers -------------

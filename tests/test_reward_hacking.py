@@ -36,6 +36,9 @@ HEDGES = [
     ("3", "<answer>4 or 3</answer>"),
     ("2", "Answer: x = 2 or x = -2"),
     ("3", "Answer: 5, not 3"),
+    # Without a marker: digit groups joined by commas are one list, not their last number.
+    ("3", "so we get 1,2,3"),
+    ("4", "so the point is (3,4)"),
 ]
 
 # (gold, completion): legitimate answers near the hedges; each must pay.
@@ -50,6 +53,7 @@ FAIR = [
     ("18", r"The final answer is $\$18$. I hope it is correct."),
     ("72", "#### 72<|im_end|>"),
     ("42", "The answer is 42</s>"),
+    ("(3,4)", "The answer is (3,4)"),
 ]
 
 IDS = [p for _, p in HEDGES]

@@ -410,4 +410,6 @@ def test_rows_given_in_python_are_checked_and_used(make_config):
     idx = trainer.last_batch.prompt_index
     assert seen == [by_prompt[trainer.train_rows[i]["prompt"]] for i in idx for _ in range(4)]
     with pytest.raises(InvalidInputError, match=r"train_rows\[1\]: 'answer' is null"):
-        Trainer(make_config(), train_rows=[rows[0], {"prompt": "1+1=", "answer": None}])
+        Trainer(
+            make_config(overwrite=True), train_rows=[rows[0], {"prompt": "1+1=", "answer": None}]
+        )

@@ -95,6 +95,8 @@ def compute_advantages(
     eps: float = 1e-6,
     unbiased: bool = True,
     success_threshold: float = 1.0,
+    baselines: Any = None,
+    lengths: Any = None,
 ) -> AdvantageResult:
     """GRPO-family advantages of rewards grouped by prompt.
 
@@ -106,7 +108,7 @@ def compute_advantages(
         gets advantage 0. Infinities are rejected.
     group_ids : int array, list of str, or numpy str/object array [N]
         The prompt each rollout answers, in any order, groups of any size.
-    estimator : {"grpo", "rloo", "reinforce_pp_baseline", "grpo_passk"}
+    estimator : {"grpo", "rloo", "reinforce_pp_baseline", "grpo_passk", "remax", "opo", "gpg"}
         (:data:`grpo_fast.names.ESTIMATORS`; ``reinforce_plus_plus_baseline``
         and ``reinforce++-baseline`` are accepted for ``reinforce_pp_baseline``)
         - ``grpo``: ``(r - mean_g) / (std + eps)``, std chosen by ``scale``.
@@ -116,6 +118,13 @@ def compute_advantages(
           group-centred values already have batch mean 0).
         - ``grpo_passk``: only the best rollout of a group (first of ties)
           gets ``max - second max``, scaled by ``scale``; the rest get 0.
+        - ``remax`` (ReMax): ``r - baselines``, the reward of each prompt's
+          greedy completion; a group has signal when some reward differs
+          from its baseline (a group of one too).
+        - ``opo`` (OPO): ``r - sum_g(l r) / sum_g(l)`` with ``l = lengths``,
+          the length-weighted mean of the group.
+        - ``gpg`` (GPG): ``(r - mean_g) * B / (B - M)``, ``B`` the batch's
+          scorable rollouts, ``M`` those in groups without signal.
     scale : {"group", "batch", "none"}
         Divisor for ``grpo`` and ``grpo_passk``: the group's std, one std of
         all scorable rewards of the batch (TRL's ``scale_rewards="batch"``),
@@ -127,9 +136,15 @@ def compute_advantages(
         default population std.
     success_threshold : float
         A reward at or above it counts as solved in ``solve_rate``.
+    baselines : array-like [N], optional
+        ``remax`` only (and needed there): each rollout's baseline; NaN makes
+        the rollout unscorable.
+    lengths : array-like [N], optional
+        ``opo`` only (and needed there): each completion's length in tokens.
 
-    Every estimator gives exactly 0 to a group with fewer than two scorable
-    rollouts or whose scorable rewards are all equal.
+    Every estimator but ``remax`` gives exactly 0 to a group with fewer than
+    two scorable rollouts or whose scorable rewards are all equal. ``remax``,
+    ``opo`` and ``gpg`` do not use ``scale`` or ``eps``.
 
     Examples
     --------
@@ -138,14 +153,23 @@ def compute_advantages(
     [0.707, -0.707, 0.0, 0.0]
     >>> out.keep.tolist(), out.frac_zero_std
     ([True, True, False, False], 0.5)
+    >>> out = compute_advantages([1.0, 0.0, 1.0, 1.0], [7, 7, 8, 8], estimator="remax",
+    ...                          baselines=[0.0, 0.0, 0.0, 0.0])
+    >>> out.advantages.tolist()
+    [1.0, 0.0, 1.0, 1.0]
     """
     # The names (and their aliases) are checked once, in Rust.
     # The common call (contiguous 1-D float rewards, int64 ids) skips the
     # conversions: at N = 1,024 they would cost as much as the computation.
     r = rewards if _is_ready(rewards, _FLOATS) else as_float_array(rewards, "rewards")
     ids = group_ids if _is_ready(group_ids, _INT64) else as_group_ids(group_ids)
+    extra = {
+        name: as_float_array(values, name).astype(np.float64, copy=False)
+        for name, values in (("baselines", baselines), ("lengths", lengths))
+        if values is not None
+    }
     return _core.compute_advantages(
-        r, ids, estimator, scale, float(eps), bool(unbiased), float(success_threshold)
+        r, ids, estimator, scale, float(eps), bool(unbiased), float(success_threshold), **extra
     )
 
 

@@ -1,4 +1,4 @@
-"""The ``grpo-fast`` command line: ``train``, ``score`` and ``eval``.
+"""The ``grpo-fast`` command line: ``train``, ``score``, ``eval`` and ``export``.
 
 ``grpo-fast train`` with no arguments runs GRPO on the embedded tiny model and
 2-digit addition task on the CPU (about a minute). Every
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import math
 import re
@@ -154,10 +155,11 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         hint = hints[f.name]
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         shown = ", ".join(map(str, default)) if isinstance(default, tuple) else default
-        help_text = f"{f.metadata.get('help', '')} (default: {shown})"
+        help_text = f.metadata.get("help", "") + (f" (default: {shown})" if shown != "" else "")
         kw: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text}
+        names = [_flag(f.name), *f.metadata.get("aliases", ())]
         if hint is bool:
-            parser.add_argument(_flag(f.name), action=argparse.BooleanOptionalAction, **kw)
+            parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kw)
             continue
         if typing.get_origin(hint) is tuple:
             kw.update(action="append", metavar=f.metadata.get("metavar", f.name.upper()))
@@ -166,7 +168,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
             if literal:
                 kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
-        parser.add_argument(_flag(f.name), type=_type_converter(f.name, hint), **kw)
+        parser.add_argument(*names, type=_type_converter(f.name, hint), **kw)
 
 
 # ---------------------------------------------------------------------- config files
@@ -213,6 +215,8 @@ def config_from_file(path: str, cls: type) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
+    from grpo_fast.errors import CheckpointError, TrainingInterrupted
+    from grpo_fast.tracking import read_metrics
     from grpo_fast.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
@@ -226,11 +230,36 @@ def _train(args: argparse.Namespace) -> int:
             f"writing {cfg.output_dir}/",
             flush=True,
         )
-    history = trainer.train()
+    try:
+        trainer.train()
+    except TrainingInterrupted as e:
+        if trainer.is_main and (e.checkpoint is not None or e.step == 0):
+            print(f"interrupted at step {e.step}; resume with --resume auto", file=sys.stderr)
+        elif trainer.is_main:
+            newest = sorted((trainer.out / "checkpoints").glob("step-*"))
+            start = f"from {newest[-1].name}" if newest else "it starts over: no checkpoint yet"
+            print(
+                f"stopped at once at step {e.step}; resume with --resume auto ({start})",
+                file=sys.stderr,
+            )
+        return 128 + e.signal
+    except CheckpointError as e:
+        print(f"grpo-fast train: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        print(
+            f"grpo-fast train: error: no space left on device writing {e.filename or 'a file'}; "
+            "free some space, then resume with --resume auto",
+            file=sys.stderr,
+        )
+        return 1
     if trainer.is_main:
+        # From the file, not this process's history: a resumed run still starts at step 0.
         evals = [
             (r["step"], r["eval_accuracy"])
-            for r in history
+            for r in read_metrics(trainer.out / "metrics.jsonl")
             if r.get("eval_accuracy") is not None and math.isfinite(r["eval_accuracy"])
         ]
         if evals:
@@ -243,15 +272,18 @@ def _train(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     import grpo_fast
-    from grpo_fast.data import read_jsonl
+    from grpo_fast.data import read_rows
     from grpo_fast.rollout import RunRewards
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
     rewards = RunRewards.build(args.reward)
-    rows = read_jsonl(
+    rows = read_rows(
         args.input, [group_col], "input", text_columns=[comp_col], answer_columns=[ans_col]
     )
-    ids = [str(r[group_col]) for r in rows]
+    # A conversational prompt (a list of messages) groups by its JSON text.
+    ids = [
+        r[group_col] if isinstance(r[group_col], str) else json.dumps(r[group_col]) for r in rows
+    ]
     groups = grpo_fast.group(ids)
     if groups.num_groups == len(rows):
         raise InvalidInputError(
@@ -301,27 +333,56 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
+def _model_default(name: str, model: str) -> Any:
+    """A ``TrainerConfig`` field's default for ``model`` (the demo's, or a real run's)."""
+    from grpo_fast.defaults import is_demo_model, resolve
+    from grpo_fast.trainer import TrainerConfig
+
+    field = TrainerConfig.__dataclass_fields__[name]
+    return resolve(field.default, demo=is_demo_model(model))
+
+
 def _eval(args: argparse.Namespace) -> int:
+    import torch
     import transformers
 
-    from grpo_fast.data import read_tasks
-    from grpo_fast.modeling import load_model, load_tokenizer
+    from grpo_fast.data import read_tasks, render_prompts
+    from grpo_fast.modeling import (
+        DTYPES,
+        MixedPrecision,
+        check_model_name,
+        load_model,
+        load_tokenizer,
+    )
     from grpo_fast.rollout import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.trainer import check_device
 
     if args.n < 1 or not 1 <= args.k <= args.n:
         raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
-    if not (Path(args.model) / "config.json").is_file():
-        raise InvalidInputError(
-            f"model directory {args.model!r} is not readable: expected config.json in it"
-        )
-    rewards = RunRewards.build(args.reward, max_new_tokens=args.max_new_tokens)
-    rows = read_tasks(args.data, "data")[: args.limit or None]
+    check_model_name(args.model, adapters=True)
+    check_device(args.device)
+    max_new_tokens = getattr(args, "max_new_tokens", None)
+    if max_new_tokens is None:
+        max_new_tokens = _model_default("max_new_tokens", args.model)
+    dtype = getattr(args, "dtype", None) or _model_default("dtype", args.model)
+    rewards = RunRewards.build(args.reward, max_new_tokens=max_new_tokens)
+    rows = read_tasks(
+        args.data, "data", prompt_column=args.prompt_column, answer_column=args.answer_column
+    )[: args.limit or None]
     transformers.set_seed(args.seed)
     tok = load_tokenizer(args.model)
-    sampler = HFSampler(load_model(args.model), tok, batch_size=args.batch_size)
-    params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
-    comp = sampler.sample([r["prompt"] for r in rows], args.n, params)
+    system_prompt = getattr(args, "system_prompt", None)
+    prompts = render_prompts(rows, tok, system_prompt=system_prompt, what="data")
+    device = (
+        args.device if args.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+    )
+    # Sampling needs no master weights: the model is loaded in the dtype itself.
+    model = load_model(args.model, device, dtype=DTYPES[dtype]).eval()
+    sampler = HFSampler(model, tok, batch_size=args.batch_size)
+    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=args.temperature)
+    with MixedPrecision(dtype, device).autocast():
+        comp = sampler.sample(prompts, args.n, params)
     scores = rewards.score(
         comp.texts, [r for r in rows for _ in range(args.n)], completion_ids=comp.completion_ids
     )
@@ -349,7 +410,26 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from grpo_fast.modeling import export_model
+
+    out = export_model(
+        args.checkpoint,
+        args.out,
+        base=getattr(args, "base_model", None),
+        dtype=getattr(args, "dtype", None),
+    )
+    print(f"wrote {out}/ (load it with from_pretrained, or: grpo-fast eval --model {out})")
+    return 0
+
+
 # ---------------------------------------------------------------------- the parser
+def _field_default(name: str) -> Any:
+    from grpo_fast.trainer import TrainerConfig
+
+    return TrainerConfig.__dataclass_fields__[name].default
+
+
 def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
     kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
     p = argparse.ArgumentParser(*args, **kwargs)
@@ -361,11 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
     from grpo_fast import __version__
     from grpo_fast.advantages import ESTIMATORS, SCALES
     from grpo_fast.data import DATA_DIR
+    from grpo_fast.modeling import DTYPES
     from grpo_fast.trainer import TrainerConfig
 
     parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
     parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{train,score,eval}")
+    sub = parser.add_subparsers(dest="command", metavar="{train,score,eval,export}")
     reward_help = (
         "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
         "import path"
@@ -376,6 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser(
         "train",
         help="GRPO training (default: the embedded demo)",
+        description="GRPO training. A default shown as 'X; embedded demo: Y' is Y for the "
+        "embedded demo model (the default --model) and X for any other model; a value given "
+        "as a flag or in --config always stands.",
         formatter_class=argparse.HelpFormatter,
     )
     train._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
@@ -407,9 +491,22 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ev._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
-    ev.add_argument("--model", default=str(DATA_DIR / "tiny_adder"), help="model directory")
     ev.add_argument(
-        "--data", default=str(DATA_DIR / "addition_eval.jsonl"), help="JSONL of prompt, answer"
+        "--model",
+        default=str(DATA_DIR / "tiny_adder"),
+        help="model directory (a checkpoint's LoRA adapters too) or Hugging Face Hub id",
+    )
+    ev.add_argument(
+        "--data",
+        default=str(DATA_DIR / "addition_eval.jsonl"),
+        help="rows with a prompt and an answer: JSONL, JSON, Parquet, CSV, TSV, Arrow",
+    )
+    ev.add_argument("--prompt-column", default="prompt", help="column of the prompts")
+    ev.add_argument("--answer-column", default="answer", help="column of the gold answers")
+    ev.add_argument(
+        "--system-prompt",
+        default=argparse.SUPPRESS,
+        help="system message put before every prompt that has none (default: none)",
     )
     ev.add_argument(
         "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
@@ -417,11 +514,44 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("-n", type=int, default=8, help="samples per prompt")
     ev.add_argument("-k", type=int, default=1, help="k of pass@k")
     ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
-    ev.add_argument("--max-new-tokens", type=int, default=4, help="longest completion")
+    # Defaults that depend on the model: unset here, resolved in _eval (help states them).
+    ev.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=argparse.SUPPRESS,
+        help=f"longest completion (default: {_field_default('max_new_tokens')})",
+    )
+    ev.add_argument(
+        "--dtype",
+        choices=tuple(DTYPES),
+        default=argparse.SUPPRESS,
+        help=f"weights and autocast dtype (default: {_field_default('dtype')})",
+    )
+    ev.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda', 'cuda:1', ...")
     ev.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
     ev.add_argument("--batch-size", type=int, default=None, help="rows per generate call")
     ev.add_argument("--seed", type=int, default=0, help="sampling seed")
     ev.set_defaults(func=_eval)
+
+    ex = sub.add_parser(
+        "export",
+        help="a checkpoint as a plain transformers model directory (LoRA adapters merged)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ex.add_argument("checkpoint", help="checkpoint directory (checkpoints/step-N of a run)")
+    ex.add_argument("out", help="new directory for the model (must not hold files)")
+    ex.add_argument(
+        "--base-model",
+        default=argparse.SUPPRESS,
+        help="base model of LoRA adapters (default: the one their adapter_config.json names)",
+    )
+    ex.add_argument(
+        "--dtype",
+        choices=tuple(DTYPES),
+        default=argparse.SUPPRESS,
+        help="dtype of the written weights (default: the base model's)",
+    )
+    ex.set_defaults(func=_export)
     return parser
 
 
@@ -436,6 +566,9 @@ def main(argv: list[str] | None = None) -> int:
     except InvalidInputError as e:
         print(f"grpo-fast {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C outside training (loading, scoring, ...)
+        print(f"grpo-fast {args.command}: stopped (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,20 +1,26 @@
-"""The GRPO policy loss and its variants (DAPO, Dr. GRPO, GSPO, dual-clip PPO).
+"""The GRPO policy loss and its variants (DAPO, Dr. GRPO, GSPO, dual-clip PPO, TIS/MIS,
+CISPO, SAPO, GMPO, entropy bonus and high-entropy tokens).
 
-:func:`policy_loss` is the objective; the rest of the module checks inputs.
+:func:`policy_loss` is the objective; the surrogates other than PPO's clip are
+small functions in :mod:`grpo_fast.surrogates`; the rest of the module checks inputs.
 
 torch is imported here, not by ``import grpo_fast``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import torch
 
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.mismatch import check_options as _check_sampler_options
+from grpo_fast.mismatch import sampler_weights
+from grpo_fast.surrogates import SURROGATES, cispo, gmpo, high_entropy_mask, sapo
 
-__all__ = ["LOSS_TYPES", "policy_loss"]
+__all__ = ["LOSS_TYPES", "SURROGATES", "policy_loss"]
 
 LOSS_TYPES = ("grpo", "bnpo", "token_mean", "dapo", "dr_grpo")
 KL_ESTIMATORS = ("k1", "k2", "k3")
@@ -43,6 +49,16 @@ def policy_loss(
     max_completion_length: int | None = None,
     normalizer: float | torch.Tensor | None = None,
     entropy: torch.Tensor | None = None,
+    sampler_logp: torch.Tensor | None = None,
+    sampler_correction: str = "tis",
+    sampler_level: str = "token",
+    sampler_threshold: float = 2.0,
+    token_weights: torch.Tensor | None = None,
+    surrogate: str = "ppo",
+    sapo_tau_pos: float = 1.0,
+    sapo_tau_neg: float = 1.05,
+    entropy_coef: float = 0.0,
+    top_entropy_quantile: float = 1.0,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped-ratio policy-gradient loss with an optional KL penalty to a reference.
 
@@ -86,9 +102,49 @@ def policy_loss(
     normalizer : float or scalar tensor, optional
         For "dapo": the number of completion tokens in the whole global batch
         (all accumulation steps and ranks), so every token weighs the same;
-        defaults to this batch's ``sum(mask)``.
+        defaults to this batch's ``sum(mask)``. For "grpo": the number of
+        sequences in the global batch (the sum of per-sequence means is divided
+        by it); defaults to B.
     entropy : float tensor [B, T], optional
-        Per-token entropy; only reported (``entropy_mean``).
+        Per-token entropy of the policy (``token_logprobs(..., return_entropy=True)``):
+        reported (``entropy_mean``), and needed by ``entropy_coef`` (then with
+        its gradient) and ``top_entropy_quantile``.
+    sampler_logp : float tensor [B, T], optional
+        The sampler's log-probs of the tokens (vLLM's); each token's
+        policy-gradient term is then weighted by :func:`grpo_fast.mismatch.sampler_weights`
+        of ``rho = exp(old_logp - sampler_logp)``: ``sampler_correction="tis"``
+        ``min(rho, C)``, ``"mis"`` ``rho`` inside ``[1/C, C]`` and 0 outside,
+        ``"none"`` 1 (only measured), with ``C = sampler_threshold``, per token
+        or per sequence (``sampler_level="sequence"``: the geometric mean of
+        the sequence's ratios).
+    token_weights : float tensor [B, T], optional
+        Constant weights of each token's policy-gradient term, computed by the
+        caller (verl's ``rollout_is_weights``).
+    surrogate : "ppo", "cispo", "sapo" or "gmpo"
+        The per-token objective (:mod:`grpo_fast.surrogates`): "ppo", the
+        clipped ratio above; "cispo" (MiniMax-M1), ``-sg(clip(r, 1 - eps_low,
+        1 + eps_high)) * A * logp``, a clipped, detached importance weight, the
+        gradient through every token's ``logp`` (``eps_low >= 1``: no lower
+        bound); "sapo" (Gao et al. 2025), ``-sigmoid(tau (r - 1)) * 4 / tau * A``,
+        a soft gate instead of a hard clip; "gmpo" (Zhao et al. 2025), the
+        geometric mean of the sequence's token ratios, each clipped in log
+        space to ``[-eps_low, eps_high]``, times ``-A`` (use ``loss_type="grpo"``
+        for the paper's mean over sequences). ``dual_clip`` and ``delta`` are
+        PPO's; "gmpo" is sequence-level by construction (token
+        ``importance_sampling_level`` only).
+    sapo_tau_pos, sapo_tau_neg : float > 0
+        SAPO's gate temperatures where ``A > 0`` and elsewhere (TRL's and verl's defaults).
+    entropy_coef : float
+        Entropy bonus: ``entropy_coef * mean(entropy)`` over the tokens that
+        learn is subtracted from the loss (TRL's ``entropy_coef``: a token
+        mean whatever the ``loss_type``). Needs ``entropy`` with its gradient.
+    top_entropy_quantile : float in [0, 1]
+        Only the tokens whose entropy is in the top ``top_entropy_quantile``
+        share of the batch's tokens get a policy-gradient term (Wang et al.
+        2025, "Beyond the 80/20 rule"; TRL's option of the same name, one
+        threshold over all tokens of ``mask`` in this call: the trainer's
+        micro-batch, per rank, where TRL gathers the ranks' tokens first);
+        the KL term and the denominators keep every token. 1 keeps all.
 
     Returns
     -------
@@ -98,6 +154,13 @@ def policy_loss(
         ``clip_frac_high`` (above ``1 + eps_high`` with A > 0), ``clip_frac``
         (their sum), ``ratio_mean``, plus ``dual_clip_frac``, ``kl_mean``,
         ``entropy_mean`` when those options are used; token means over the mask.
+        The clip fractions are PPO's and GMPO's (its band is ``[e^-eps_low,
+        e^eps_high]``); CISPO reports ``cispo_clip_frac`` (weights clipped,
+        either side, any advantage) instead, SAPO no clip fraction.
+        ``top_entropy_frac``: the share of tokens ``top_entropy_quantile`` kept.
+        With ``sampler_logp``: ``mismatch_kl``, ``mismatch_ratio_min`` /
+        ``_mean`` / ``_max``, ``mismatch_masked_frac``, ``mismatch_truncated_frac``
+        (see :func:`~grpo_fast.mismatch.sampler_weights`).
 
     Examples
     --------
@@ -109,7 +172,19 @@ def policy_loss(
     old_logp, ref_logp, adv, m = _check_inputs(
         logp, old_logp, advantages, mask, ref_logp, beta, entropy
     )
-    _check_options(eps_low, eps_high, dual_clip, delta, importance_sampling_level, kl, loss_type)
+    _check_options(
+        eps_low, eps_high, dual_clip, delta, importance_sampling_level, kl, loss_type, surrogate
+    )
+    _check_entropy_options(logp, entropy, entropy_coef, top_entropy_quantile)
+    if surrogate == "sapo" and not (sapo_tau_pos > 0 and sapo_tau_neg > 0):
+        raise InvalidInputError(
+            f"sapo_tau_pos and sapo_tau_neg must be > 0, got {sapo_tau_pos}, {sapo_tau_neg}"
+        )
+    if sampler_logp is not None:
+        sampler_logp = _check_like("sampler_logp", sampler_logp, logp).detach()
+        _check_sampler_options(sampler_correction, sampler_level, sampler_threshold)
+    if token_weights is not None:
+        token_weights = _check_like("token_weights", token_weights, logp).detach()
 
     # The importance ratio, per token or per sequence (GSPO).
     log_ratio = logp - old_logp
@@ -118,20 +193,60 @@ def policy_loss(
         log_ratio = logp - logp.detach() + seq.detach()
     ratio = torch.exp(log_ratio.clamp(max=_MAX_LOG_RATIO))
 
-    # PPO's clipped surrogate: the pessimistic one of the raw and clipped ratio.
-    clipped_ratio = ratio.clamp(1 - eps_low, 1 + eps_high)
-    capped_ratio = ratio if delta is None else ratio.clamp(max=delta)
-    per_token = torch.maximum(-adv * capped_ratio, -adv * clipped_ratio)
-    if dual_clip is not None:  # bound the loss of a negative-advantage token at c * |A|
-        per_token = torch.where(adv < 0, torch.minimum(per_token, -adv * dual_clip), per_token)
+    bounds: tuple[float, float] | None = (1 - eps_low, 1 + eps_high)
+    if surrogate == "ppo":
+        # PPO's clipped surrogate: the pessimistic one of the raw and clipped ratio.
+        clipped_ratio = ratio.clamp(1 - eps_low, 1 + eps_high)
+        capped_ratio = ratio if delta is None else ratio.clamp(max=delta)
+        per_token = torch.maximum(-adv * capped_ratio, -adv * clipped_ratio)
+        if dual_clip is not None:  # bound the loss of a negative-advantage token at c * |A|
+            per_token = torch.where(adv < 0, torch.minimum(per_token, -adv * dual_clip), per_token)
+    elif surrogate == "cispo":
+        per_token, bounds = cispo(logp, ratio, adv, eps_low, eps_high), None
+    elif surrogate == "sapo":
+        per_token, bounds = sapo(ratio, adv, sapo_tau_pos, sapo_tau_neg), None
+    else:
+        per_token = gmpo(log_ratio.clamp(max=_MAX_LOG_RATIO), adv, m, eps_low, eps_high)
+        bounds = (math.exp(-eps_low), math.exp(eps_high))
+
+    # Only the batch's highest-entropy tokens learn (Wang et al. 2025).
+    learns = m
+    if top_entropy_quantile < 1:
+        assert entropy is not None
+        learns = m * high_entropy_mask(entropy, m, top_entropy_quantile).to(m.dtype)
+        per_token = per_token * learns
+
+    # The sampler is not the trainer (vLLM): weigh each token by TIS / MIS of its ratio.
+    mismatch: dict[str, torch.Tensor] = {}
+    if sampler_logp is not None:
+        w, mismatch = sampler_weights(
+            old_logp,
+            sampler_logp,
+            m,
+            correction=sampler_correction,
+            level=sampler_level,
+            threshold=sampler_threshold,
+        )
+        per_token = per_token * w
+    if token_weights is not None:
+        per_token = per_token * token_weights
 
     if beta != 0.0:
         per_token = per_token + beta * _kl(logp, ref_logp, kl)
 
     loss = _aggregate(per_token, m, loss_type, max_completion_length, normalizer)
-    metrics = _metrics(
-        ratio, adv, m, eps_low, eps_high, dual_clip, beta, logp, ref_logp, kl, entropy
-    )
+    if entropy_coef != 0.0:
+        # An entropy bonus: the mean entropy of the tokens that learn, whatever the loss_type (TRL).
+        assert entropy is not None
+        loss = loss - entropy_coef * (entropy * learns).sum() / learns.sum().clamp(min=1)
+
+    extra = dict(mismatch)
+    if surrogate == "cispo":
+        low = 1 - eps_low if eps_low < 1 else -math.inf
+        extra["cispo_clip_frac"] = ((ratio < low) | (ratio > 1 + eps_high)).detach()
+    if top_entropy_quantile < 1:
+        extra["top_entropy_frac"] = learns.sum() / m.sum().clamp(min=1)
+    metrics = _metrics(ratio, adv, m, bounds, dual_clip, beta, logp, ref_logp, kl, entropy, extra)
     return loss, metrics
 
 
@@ -154,7 +269,10 @@ def _aggregate(
 ) -> torch.Tensor:
     summed = per_token * m
     if loss_type == "grpo":
-        return (summed.sum(-1) / m.sum(-1).clamp(min=1)).mean()
+        per_seq = summed.sum(-1) / m.sum(-1).clamp(min=1)
+        if normalizer is None:
+            return per_seq.mean()
+        return per_seq.sum() / _check_normalizer(normalizer)
     if loss_type in ("bnpo", "token_mean"):
         return summed.sum() / m.sum().clamp(min=1)
     if loss_type == "dapo":
@@ -171,37 +289,41 @@ def _metrics(
     ratio: torch.Tensor,
     adv: torch.Tensor,
     m: torch.Tensor,
-    eps_low: float,
-    eps_high: float,
+    bounds: tuple[float, float] | None,
     dual_clip: float | None,
     beta: float,
     logp: torch.Tensor,
     ref_logp: torch.Tensor | None,
     kl: str,
     entropy: torch.Tensor | None,
+    extra: dict[str, torch.Tensor],
 ) -> dict[str, float]:
+    """Token means over the mask; ``extra`` holds 0-d values, or ``[B, T]`` flags to average."""
     with torch.no_grad():
         count = m.sum().clamp(min=1)
 
         def mean(x: torch.Tensor) -> torch.Tensor:
             return (x.to(m.dtype) * m).sum() / count
 
-        low = mean((ratio < 1 - eps_low) & (adv < 0))
-        high = mean((ratio > 1 + eps_high) & (adv > 0))
-        values = {
-            "clip_frac_low": low,
-            "clip_frac_high": high,
-            "clip_frac": low + high,
-            "ratio_mean": mean(ratio),
-        }
+        values: dict[str, torch.Tensor] = {}
+        if bounds is not None:
+            low = mean((ratio < bounds[0]) & (adv < 0))
+            high = mean((ratio > bounds[1]) & (adv > 0))
+            values.update(clip_frac_low=low, clip_frac_high=high, clip_frac=low + high)
+        values["ratio_mean"] = mean(ratio)
         if dual_clip is not None:
             values["dual_clip_frac"] = mean((ratio > dual_clip) & (adv < 0))
         if beta != 0.0:
             values["kl_mean"] = mean(_kl(logp.detach(), ref_logp, kl))
         if entropy is not None:
             values["entropy_mean"] = mean(entropy.detach())
+        for k, v in extra.items():
+            values[k] = mean(v) if v.dim() else v.to(count.dtype)
         floats = torch.stack(list(values.values())).tolist()  # one sync
-    return dict(zip(values, floats, strict=True))
+    out = dict(zip(values, floats, strict=True))
+    if out.pop("_nonfinite", 0.0) > 0:
+        raise InvalidInputError("sampler_logp is not finite on some tokens of the mask")
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -288,10 +410,26 @@ def _check_options(
     is_level: str,
     kl: str,
     loss_type: str,
+    surrogate: str,
 ) -> None:
-    if not (0 <= eps_low < 1) or not (eps_high >= 0):
+    if surrogate not in SURROGATES:
+        raise InvalidInputError(f"unknown surrogate {surrogate!r}; expected one of {SURROGATES}")
+    # CISPO's eps_low >= 1 means no lower bound; GMPO's range is in log space.
+    top = math.inf if surrogate in ("cispo", "gmpo") else 1
+    if not (0 <= eps_low < top) or not (eps_high >= 0):
+        bound = "" if top == math.inf else " < 1"
         raise InvalidInputError(
-            f"need 0 <= eps_low < 1 and eps_high >= 0, got eps_low={eps_low}, eps_high={eps_high}"
+            f"need 0 <= eps_low{bound} and eps_high >= 0, got eps_low={eps_low}, "
+            f"eps_high={eps_high}"
+        )
+    if surrogate != "ppo" and (dual_clip is not None or delta is not None):
+        raise InvalidInputError(
+            f"dual_clip and delta bound PPO's clipped ratio; surrogate={surrogate!r} has none"
+        )
+    if surrogate == "gmpo" and is_level != "token":
+        raise InvalidInputError(
+            "surrogate='gmpo' is already a sequence-level ratio (a geometric mean of the token "
+            "ratios); use importance_sampling_level='token'"
         )
     if dual_clip is not None and not dual_clip > 1:
         raise InvalidInputError(f"dual_clip must be > 1, got {dual_clip}")
@@ -304,6 +442,26 @@ def _check_options(
     ):
         if value not in allowed:
             raise InvalidInputError(f"unknown {name} {value!r}; expected one of {allowed}")
+
+
+def _check_entropy_options(
+    logp: torch.Tensor, entropy: torch.Tensor | None, coef: float, top: float
+) -> None:
+    if not (0 <= top <= 1):
+        raise InvalidInputError(f"top_entropy_quantile must be in [0, 1], got {top}")
+    if not math.isfinite(coef):
+        raise InvalidInputError(f"entropy_coef must be a finite number, got {coef}")
+    if entropy is None and (coef != 0 or top < 1):
+        option = "entropy_coef" if coef != 0 else "top_entropy_quantile"
+        raise InvalidInputError(
+            f"{option} needs the per-token entropy: pass entropy= "
+            "(token_logprobs(..., return_entropy=True))"
+        )
+    if coef != 0 and logp.requires_grad and entropy is not None and not entropy.requires_grad:
+        raise InvalidInputError(
+            "entropy_coef needs the entropy's gradient, but entropy does not require grad "
+            "(computed under no_grad, or detached): the bonus would change nothing"
+        )
 
 
 def _check_normalizer(normalizer: float | torch.Tensor) -> float | torch.Tensor:

@@ -1,5 +1,6 @@
-"""The model side: loading a causal LM and its tokenizer, and the forward pass
-that gives the log-probs of sampled completions.
+"""The model side: loading a causal LM and its tokenizer (local directory or hub id,
+dtype, gradient checkpointing, LoRA), and the forward pass that gives the
+log-probs of sampled completions.
 
 :func:`prefill_groups` is the one implementation of the shared-prompt cache:
 the ``n`` rollouts of a prompt share its tokens, so the prompt runs through
@@ -7,12 +8,26 @@ the decoder once and its key/value cache, repeated ``n`` times, serves them
 all. :class:`~grpo_fast.sampling.HFSampler` uses it before ``generate``, and
 :func:`completion_logprobs` (the loss's forward, with gradients) before the
 completion tokens: the prompt's share of the work drops by ``n``.
+
+Precision (:func:`prepare_model`, :class:`MixedPrecision`): the weights the
+optimizer updates stay fp32 (master weights: AdamW's update at a learning
+rate of 1e-6 is below bf16's resolution of a weight), the forward runs under
+``torch.autocast`` in bf16 or fp16, and fp16 scales the loss
+(``torch.amp.GradScaler``). Frozen weights (the base model under LoRA
+adapters, the reference model) are stored in the 16-bit dtype.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import inspect
+import json
+import os
+import shutil
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,35 +37,423 @@ from grpo_fast.errors import InvalidInputError
 from grpo_fast.logprobs import token_logprobs
 
 __all__ = [
+    "DTYPES",
+    "AdaptersDisabled",
+    "LoraOptions",
+    "MixedPrecision",
     "Packed",
+    "check_model_name",
     "completion_logprobs",
+    "export_model",
+    "is_peft_model",
     "load_model",
     "load_tokenizer",
+    "load_weights",
     "pack",
     "prefill_groups",
+    "prepare_model",
+    "reference_model",
 ]
+
+#: ``--dtype`` names and their torch dtypes.
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _hub_error(name: str, what: str, error: BaseException, flag: str = "--model") -> str:
+    """One line saying why ``name`` could not be loaded, and what to do about it."""
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
+
+    chain = []
+    e: BaseException | None = error
+    while e is not None and len(chain) < 20:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    if any(isinstance(c, LocalEntryNotFoundError) for c in chain):
+        return (
+            f"cannot load the {what} of {name!r}: it is not a local directory, the Hugging Face "
+            "Hub cannot be reached (no network, or HF_HUB_OFFLINE=1) and it is not in the local "
+            f"cache; download it where there is a network (hf download {name} --local-dir DIR) "
+            f"and pass that directory ({flag} DIR)"
+        )
+    if any(isinstance(c, GatedRepoError) for c in chain):
+        return (
+            f"{name!r} is a gated model on the Hugging Face Hub: accept its terms on the Hub and "
+            f"log in (hf auth login), or pass a local copy ({flag} DIR)"
+        )
+    if any(isinstance(c, RepositoryNotFoundError) for c in chain):
+        return (
+            f"{name!r} is neither a local directory nor a model on the Hugging Face Hub (a "
+            "private one needs hf auth login); pass a model directory or a hub id such as "
+            "Qwen/Qwen2.5-0.5B-Instruct"
+        )
+    first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    return f"cannot load the {what} of {name!r}: {first}"
+
+
+def _from_pretrained(
+    load: Any, name: str, what: str, *, flag: str = "--model", **kwargs: Any
+) -> Any:
+    # A local directory by its absolute path: LoRA adapters record their base by the
+    # name it was loaded from, and must find it from any working directory.
+    path = Path(name).expanduser()
+    source = str(path.resolve()) if path.is_dir() else name
+    try:
+        return load(source, **kwargs)
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(_hub_error(name, what, e, flag)) from None
+
+
+def check_model_name(name: str, *, adapters: bool = False) -> None:
+    """Check, without loading anything, that ``name`` can name a model: a local directory
+    with ``config.json`` (or, with ``adapters``, LoRA adapters), or a Hugging Face Hub id.
+
+    Whether a hub id exists is known only when it is loaded (:func:`load_model`).
+    """
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return
+        if (path / "adapter_config.json").is_file():
+            if adapters:
+                return
+            raise InvalidInputError(
+                f"model directory {name!r} holds LoRA adapters, not a model: resume its run "
+                f"with --resume, or merge them first (grpo-fast export {name} OUT_DIR)"
+            )
+        raise InvalidInputError(
+            f"model directory {name!r} is not readable: expected a transformers model "
+            "directory with config.json (and weights, tokenizer)"
+        )
+    if path.exists():
+        raise InvalidInputError(f"model {name!r} is a file; expected a model directory or hub id")
+    looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        looks_local = True
+    if looks_local:
+        raise InvalidInputError(
+            f"model {name!r} does not exist: expected a local model directory or a Hugging Face "
+            "Hub id such as Qwen/Qwen2.5-0.5B-Instruct"
+        )
 
 
 def load_tokenizer(path: str) -> Any:
-    """The tokenizer of a model directory, set up for batched generation
+    """The tokenizer of a model directory or hub id, set up for batched generation
     (left padding; the EOS token as pad token when it has none)."""
-    try:
-        tok = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as e:
-        raise InvalidInputError(f"cannot load the tokenizer of {path!r}: {e}") from None
+    tok = _from_pretrained(AutoTokenizer.from_pretrained, path, "tokenizer")
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
     return tok
 
 
-def load_model(path: str, device: torch.device | str = "cpu") -> Any:
-    """A causal LM in float32 on ``device``, in training mode."""
-    try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    except (OSError, ValueError) as e:
-        raise InvalidInputError(f"cannot load model {path!r}: {e}") from None
+def load_model(
+    path: str,
+    device: torch.device | str = "cpu",
+    *,
+    dtype: torch.dtype = torch.float32,
+    flag: str = "--model",
+) -> Any:
+    """A causal LM (a local directory or a hub id) in ``dtype`` on ``device``, in training mode.
+
+    A hub id is downloaded by ``from_pretrained`` (or read from its cache);
+    when the hub cannot be reached, the error says how to use a local copy
+    (given with ``flag``).
+    """
+    model = _from_pretrained(
+        AutoModelForCausalLM.from_pretrained, path, "model", flag=flag, dtype=dtype
+    )
     return model.to(device).train()
+
+
+# ---------------------------------------------------------------------- precision, LoRA
+@dataclass(frozen=True)
+class LoraOptions:
+    """LoRA adapters (peft's ``LoraConfig``): rank ``r``, scale ``alpha / r``, dropout, and
+    the modules to adapt (empty: peft's default for the architecture; ``"all-linear"``:
+    every linear layer but the output head)."""
+
+    r: int
+    alpha: float = 32.0
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] = ()
+
+
+def is_peft_model(model: Any) -> bool:
+    """Whether ``model`` is a peft model (LoRA adapters over a base model)."""
+    return hasattr(model, "disable_adapter") and hasattr(model, "get_base_model")
+
+
+def _conv1d_targets(model: Any) -> bool:
+    # GPT-2's attention and MLP are transformers' Conv1D (weights stored transposed).
+    from transformers.pytorch_utils import Conv1D
+
+    return any(isinstance(m, Conv1D) for m in model.modules())
+
+
+def add_lora(model: Any, options: LoraOptions) -> Any:
+    """``model`` with trainable LoRA adapters (fp32) over its frozen weights."""
+    try:
+        import peft
+    except ImportError as e:
+        raise InvalidInputError(f"LoRA needs peft (pip install 'grpo-fast[peft]'): {e}") from None
+    targets: Any = list(options.target_modules) or None
+    if targets == ["all-linear"]:
+        targets = "all-linear"
+    config = peft.LoraConfig(
+        r=options.r,
+        lora_alpha=options.alpha,
+        lora_dropout=options.dropout,
+        target_modules=targets,
+        fan_in_fan_out=_conv1d_targets(model),
+        task_type="CAUSAL_LM",
+    )
+    try:
+        with warnings.catch_warnings():
+            # peft 0.21 reads transformers' deprecated is_gradient_checkpointing.
+            warnings.filterwarnings("ignore", ".*is_gradient_checkpointing", FutureWarning)
+            wrapped = peft.get_peft_model(model, config)
+    except ValueError as e:
+        raise InvalidInputError(f"LoRA: {e}") from None
+    head = wrapped.get_output_embeddings()
+    if hasattr(head, "base_layer"):
+        raise InvalidInputError(
+            "LoRA on the output head is not supported (the log-probs read its weight "
+            "directly); leave lm_head out of lora_target_modules"
+        )
+    return wrapped
+
+
+def enable_gradient_checkpointing(model: Any) -> None:
+    """Recompute each decoder layer's activations in the backward (non-reentrant)."""
+    kwargs = {"use_reentrant": False}
+    base = model.get_base_model() if is_peft_model(model) else model
+    if hasattr(base, "activation_checkpointing_enable"):  # transformers >= 5.x
+        base.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def checkpointing(model: Any) -> bool:
+    """Whether gradient checkpointing is on in any of ``model``'s layers."""
+    return any(getattr(m, "gradient_checkpointing", False) is True for m in model.modules())
+
+
+def prepare_model(
+    model: Any,
+    *,
+    dtype: str = "fp32",
+    lora: LoraOptions | None = None,
+    gradient_checkpointing: bool = False,
+) -> Any:
+    """Set a loaded causal LM up for training.
+
+    Full fine-tuning keeps every weight fp32 (the optimizer's master weights;
+    ``dtype`` is then the autocast dtype of :class:`MixedPrecision`). With
+    ``lora``, the base weights are frozen and stored in ``dtype`` and the
+    adapters, the only trainable weights, are fp32 (peft's default).
+    """
+    if dtype not in DTYPES:
+        raise InvalidInputError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+    if lora is not None and not is_peft_model(model):
+        model = add_lora(model.to(DTYPES[dtype]), lora)
+    elif lora is None and not is_peft_model(model):
+        model = model.float()
+    if gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    return model.train()
+
+
+@dataclass(frozen=True)
+class AdaptersDisabled:
+    """A LoRA model's base: the policy itself with its adapters switched off, the
+    reference model of a LoRA run (no second copy of the weights)."""
+
+    model: Any
+
+
+def reference_model(model: Any, dtype: str = "fp32") -> Any:
+    """The frozen starting policy for the KL penalty: the base under LoRA adapters
+    (:class:`AdaptersDisabled`), or a copy stored in ``dtype``."""
+    if is_peft_model(model):
+        return AdaptersDisabled(model)
+    return copy.deepcopy(model).to(DTYPES[dtype]).eval().requires_grad_(False)
+
+
+class MixedPrecision:
+    """Autocast and loss scaling for ``dtype`` (``fp32``: neither).
+
+    ``fp16`` needs the loss scaled (``torch.amp.GradScaler``) so small
+    gradients survive in 16 bits; a step whose gradients overflowed is
+    skipped, and :meth:`step` says so (the LR schedule then does not move).
+    """
+
+    def __init__(self, dtype: str, device: torch.device | str) -> None:
+        if dtype not in DTYPES:
+            raise InvalidInputError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+        self.dtype = DTYPES[dtype]
+        self.device_type = torch.device(device).type
+        self.scaler = torch.amp.GradScaler(self.device_type, enabled=dtype == "fp16")
+
+    def autocast(self) -> Any:
+        """The forward's context: ``torch.autocast`` in the 16-bit dtype."""
+        if self.dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device_type, dtype=self.dtype)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.scaler.scale(loss).backward()
+
+    def unscale(self, optimizer: torch.optim.Optimizer) -> None:
+        """Bring the gradients back to their true scale (before clipping them)."""
+        self.scaler.unscale_(optimizer)
+
+    def step(self, optimizer: torch.optim.Optimizer) -> bool:
+        """The optimizer step; False when fp16 gradients overflowed and it was skipped."""
+        if not self.scaler.is_enabled():
+            optimizer.step()
+            return True
+        scale = self.scaler.get_scale()
+        self.scaler.step(optimizer)
+        self.scaler.update()
+        return self.scaler.get_scale() >= scale
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.scaler.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state:
+            self.scaler.load_state_dict(state)
+
+
+# ---------------------------------------------------------------------- checkpoints
+def load_weights(model: Any, path: str | Path, device: torch.device | str = "cpu") -> None:
+    """Load a checkpoint's weights into ``model``: LoRA adapters
+    (``adapter_model.safetensors``) into a peft model, else the full state
+    (``model.safetensors``; tied weights saved once may be missing)."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if is_peft_model(model):
+        from peft import set_peft_model_state_dict
+
+        file = path / "adapter_model.safetensors"
+        if not file.is_file():
+            raise InvalidInputError(
+                f"checkpoint {path} has no LoRA adapters (adapter_model.safetensors) but this "
+                "run trains LoRA adapters (lora_r > 0)"
+            )
+        result = set_peft_model_state_dict(model, load_file(file, device=str(device)))
+        unexpected = getattr(result, "unexpected_keys", [])
+        if unexpected:
+            raise InvalidInputError(f"checkpoint {path} does not match the adapters: {unexpected}")
+        return
+    index = path / "model.safetensors.index.json"
+    if index.is_file():  # save_pretrained shards large models
+        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    elif (path / "model.safetensors").is_file():
+        files = ["model.safetensors"]
+    else:
+        what = "LoRA adapters" if (path / "adapter_model.safetensors").is_file() else "no weights"
+        raise InvalidInputError(
+            f"checkpoint {path} holds {what}, not the full model.safetensors this run needs"
+        )
+    weights: dict[str, torch.Tensor] = {}
+    for name in files:
+        weights.update(load_file(path / name, device=str(device)))
+    try:
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+    except RuntimeError as e:  # shapes differ
+        raise InvalidInputError(f"checkpoint {path} does not match the model: {e}") from None
+    # Tied embeddings are saved once; anything else missing is a real mismatch.
+    if unexpected or any("lm_head" not in k for k in missing):
+        raise InvalidInputError(
+            f"checkpoint {path} does not match the model: missing {missing}, "
+            f"unexpected {unexpected}"
+        )
+
+
+def _stored_dtype(name: str, flag: str = "--model") -> torch.dtype:
+    """The dtype a model's weights are stored in (its config says), fp32 when unsaid."""
+    from transformers import AutoConfig
+
+    config = _from_pretrained(AutoConfig.from_pretrained, name, "config", flag=flag)
+    stored = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if isinstance(stored, str):
+        stored = getattr(torch, stored, None)
+    return stored if isinstance(stored, torch.dtype) else torch.float32
+
+
+def export_model(
+    checkpoint: str | Path, out: str | Path, *, base: str | None = None, dtype: str | None = None
+) -> Path:
+    """Write a checkpoint as a plain transformers model directory (weights, config,
+    tokenizer) that ``from_pretrained`` loads: LoRA adapters are merged into
+    their base model (``base``: default, the one the adapters name; a sharded
+    checkpoint holds its base).
+
+    ``dtype`` (``fp32``, ``bf16``, ``fp16``): default, the dtype the base
+    model is stored in. ``out`` must not hold files yet.
+    """
+    ckpt, out = Path(checkpoint), Path(out)
+    adapters = (ckpt / "adapter_config.json").is_file()
+    if not adapters and not (ckpt / "config.json").is_file():
+        raise InvalidInputError(
+            f"{str(ckpt)!r} is not a checkpoint: expected adapter_config.json (LoRA) or "
+            "config.json in it"
+        )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InvalidInputError(f"output directory {str(out)!r} already exists and is not empty")
+    if dtype is not None and dtype not in DTYPES:
+        raise InvalidInputError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+    if (ckpt / "sharded" / ".metadata").is_file():  # --parallel fsdp: base and adapters inside
+        from grpo_fast.checkpoint import load_sharded_model  # (it imports this module)
+
+        model = load_sharded_model(ckpt)
+        if is_peft_model(model):
+            model = model.merge_and_unload()
+        stored = _stored_dtype(str(ckpt))
+    elif adapters:
+        try:
+            import peft
+        except ImportError as e:
+            raise InvalidInputError(
+                f"merging LoRA adapters needs peft (pip install 'grpo-fast[peft]'): {e}"
+            ) from None
+        config = peft.PeftConfig.from_pretrained(str(ckpt))
+        base = base or config.base_model_name_or_path
+        if not base:
+            raise InvalidInputError(
+                f"{ckpt}: the adapters do not name their base model; pass it with --base-model"
+            )
+        model = load_model(base, flag="--base-model")
+        stored = _stored_dtype(base, flag="--base-model")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", ".*is_gradient_checkpointing", FutureWarning)
+            model = peft.PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()
+    else:
+        model = load_model(str(ckpt))
+        stored = _stored_dtype(str(ckpt))
+    model = model.to(DTYPES[dtype] if dtype else stored).eval()
+    tokenizer = _from_pretrained(AutoTokenizer.from_pretrained, str(ckpt), "tokenizer")
+    # Written beside it and renamed: an interrupted export leaves no half model at ``out``.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".tmp-export-{out.name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    if out.exists():
+        out.rmdir()  # empty (checked above)
+    os.replace(tmp, out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -100,7 +503,10 @@ def pack(
 
 
 def decoder_of(model: Any) -> Any:
-    """The transformer under the LM head (``model.model`` for Qwen2 / Llama)."""
+    """The transformer under the LM head (``model.model`` for Qwen2 / Llama,
+    ``model.transformer`` for GPT-2; under LoRA, the adapted base model's)."""
+    if is_peft_model(model):
+        model = model.get_base_model()
     return getattr(model, model.base_model_prefix, None)
 
 
@@ -173,12 +579,17 @@ def completion_hidden(
     n, Tc = cid.shape
     G = group_size
     pre = None
-    if share_prompt_prefix and G > 1 and n % G == 0:
+    # Under gradient checkpointing the layers drop the cache while they record for the
+    # backward (a recompute would write it twice): every row then runs in full.
+    recomputed = torch.is_grad_enabled() and model.training and checkpointing(model)
+    if share_prompt_prefix and G > 1 and n % G == 0 and not recomputed:
         pre = prefill_groups(decoder, pid, pmask, G)
     if pre is None:
         ids = torch.cat([pid, cid], dim=1)
         attn = torch.cat([pmask, cmask], dim=1)
-        out = decoder(input_ids=ids, attention_mask=attn, position_ids=positions(attn))
+        out = decoder(
+            input_ids=ids, attention_mask=attn, position_ids=positions(attn), use_cache=False
+        )
         Lp = pid.shape[1]
         return out.last_hidden_state[:, Lp - 1 : Lp - 1 + Tc]
     # The last prompt token predicts the first completion token; the cache
@@ -214,12 +625,28 @@ def completion_logprobs(
     :func:`~grpo_fast.logprobs.token_logprobs`, so the ``[N, T, V]`` logits
     never exist at once.
     """
+    if isinstance(model, AdaptersDisabled):
+        # The reference runs as a frozen copy would: adapters off, no dropout.
+        policy, was_training = model.model, model.model.training
+        policy.eval()
+        try:
+            with policy.disable_adapter():
+                return completion_logprobs(
+                    policy,
+                    packed,
+                    temperature=temperature,
+                    group_size=group_size,
+                    share_prompt_prefix=share_prompt_prefix,
+                )
+        finally:
+            policy.train(was_training)
     hidden = completion_hidden(
         model, packed, group_size=group_size, share_prompt_prefix=share_prompt_prefix
     )
     head = model.get_output_embeddings()
     return token_logprobs(
-        hidden,
+        # Under autocast the last hidden state may come out in another dtype than the head.
+        hidden.to(head.weight.dtype),
         head.weight,
         packed.completion_ids,
         bias=head.bias,

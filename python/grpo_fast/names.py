@@ -9,7 +9,7 @@ Examples
 --------
 >>> from grpo_fast import names
 >>> names.ESTIMATORS
-('grpo', 'rloo', 'reinforce_pp_baseline', 'grpo_passk')
+('grpo', 'rloo', 'reinforce_pp_baseline', 'grpo_passk', 'remax', 'opo', 'gpg')
 >>> names.DEFAULT_RULES[0], "last_number" in names.RULES
 ('boxed', True)
 """

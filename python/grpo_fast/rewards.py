@@ -36,7 +36,13 @@ import numpy.typing as npt
 
 from grpo_fast import _core
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.verify import _VERIFY_DEFAULTS, as_list, extract_options, verify_options
+from grpo_fast.verify import (
+    _EXTRACT_DEFAULTS,
+    _VERIFY_DEFAULTS,
+    as_list,
+    extract_options,
+    verify_options,
+)
 
 __all__ = [
     "ChoiceReward",
@@ -74,8 +80,9 @@ class RewardSpec:
 @dataclass(frozen=True)
 class MathReward(RewardSpec):
     """1 when the completion's answer is mathematically equal to the gold
-    (:func:`grpo_fast.verify`, same options), else 0; NaN when the gold
-    itself has no usable answer (the dataset's fault, not the model's).
+    (:func:`grpo_fast.verify`, same options: ``think=False`` also reads the
+    reasoning), else 0; NaN when the gold itself has no usable answer (the
+    dataset's fault, not the model's).
 
     Examples
     --------
@@ -88,6 +95,7 @@ class MathReward(RewardSpec):
     rules: Sequence[str] | None = None
     max_length: int | None = None
     tail_length: int | None = None
+    think: bool = _VERIFY_DEFAULTS.think
     weight: float = 1.0
     name: str | None = None
     kind: ClassVar[str] = "math"
@@ -100,6 +108,7 @@ class MathReward(RewardSpec):
                 self.rules,
                 self.max_length,
                 self.tail_length,
+                self.think,
             )
         )
 
@@ -108,8 +117,9 @@ class MathReward(RewardSpec):
 class ExactMatchReward(RewardSpec):
     """1 when the answer equals the gold string (both stripped).
 
-    ``extract=True`` compares the extracted answer (parts joined by ``", "``);
-    ``extract=False`` the whole completion.
+    ``extract=True`` compares the extracted answer (parts joined by ``", "``;
+    ``rules``, ``max_length``, ``tail_length`` and ``think`` as for
+    :func:`grpo_fast.extract_answer`); ``extract=False`` the whole completion.
 
     Examples
     --------
@@ -122,12 +132,13 @@ class ExactMatchReward(RewardSpec):
     rules: Sequence[str] | None = None
     max_length: int | None = None
     tail_length: int | None = None
+    think: bool = _EXTRACT_DEFAULTS.think
     weight: float = 1.0
     name: str | None = None
     kind: ClassVar[str] = "exact"
 
     def _compile(self) -> _core.RewardSpec:
-        opts = extract_options(self.rules, self.max_length, self.tail_length)
+        opts = extract_options(self.rules, self.max_length, self.tail_length, self.think)
         return _core.RewardSpec.exact(bool(self.case_sensitive), opts if self.extract else None)
 
 
@@ -135,6 +146,7 @@ class ExactMatchReward(RewardSpec):
 class ChoiceReward(RewardSpec):
     """1 when the completion's choice letter (``C``, ``(C)``, ``\\text{(C)}``,
     ``C. text``; case ignored) equals the gold's; NaN for a gold without one.
+    The extraction options are :func:`grpo_fast.extract_answer`'s.
 
     Examples
     --------
@@ -145,13 +157,14 @@ class ChoiceReward(RewardSpec):
     rules: Sequence[str] | None = None
     max_length: int | None = None
     tail_length: int | None = None
+    think: bool = _EXTRACT_DEFAULTS.think
     weight: float = 1.0
     name: str | None = None
     kind: ClassVar[str] = "choice"
 
     def _compile(self) -> _core.RewardSpec:
         return _core.RewardSpec.choice(
-            extract_options(self.rules, self.max_length, self.tail_length)
+            extract_options(self.rules, self.max_length, self.tail_length, self.think)
         )
 
 

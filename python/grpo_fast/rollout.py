@@ -9,7 +9,9 @@ one reward system of the package. :class:`RunRewards` takes any mix of
 - a function with TRL's signature, ``f(completions, **columns) ->
   list[float | None]`` (weight 1, or ``(f, weight)``), which gets the
   dataset's columns (``answer``, ...) and ``prompts`` and ``completion_ids``
-  as keyword arguments, as TRL's ``GRPOTrainer`` passes them,
+  as keyword arguments, as TRL's ``GRPOTrainer`` passes them (for
+  conversational prompts, each completion as ``[{"role": "assistant",
+  "content": ...}]``),
 - names from the command line (:func:`parse_reward`: ``"math"``,
   ``"format:0.5"``, ``"my_pkg.rewards.fn:0.1"``),
 
@@ -262,8 +264,10 @@ class RunRewards:
     ) -> npt.NDArray[np.float32]:
         keys = [k for k in rows[0] if k != "prompt"] if rows else []
         columns = {k: [r.get(k) for r in rows] for k in keys}
+        # As TRL does: conversational prompts get their completions as assistant messages.
+        chat = bool(rows) and isinstance(rows[0].get("prompt"), list)
         out = part.fn(
-            completions=texts,
+            completions=[[{"role": "assistant", "content": t}] for t in texts] if chat else texts,
             prompts=[r.get("prompt") for r in rows],
             completion_ids=None if completion_ids is None else [list(c) for c in completion_ids],
             **columns,

@@ -20,12 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.modeling import decoder_of, prefill_groups
 
-__all__ = ["Completions", "HFSampler", "Sampler", "SamplingParams", "VLLMSampler"]
+__all__ = ["Completions", "HFSampler", "Sampler", "SamplingParams", "VLLMSampler", "truncated"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,33 @@ class Completions:
             lps,
             n,
         )
+
+
+def truncated(
+    completions: Completions, eos_token_id: int | Sequence[int] | None, max_new_tokens: int
+) -> np.ndarray:
+    """Which completions hit the length limit without an EOS token (bool ``[N]``).
+
+    DAPO's overlong filtering gives them no loss (``mask_truncated_completions``):
+    the answer was cut off, not judged wrong.
+
+    Examples
+    --------
+    >>> c = Completions(["a", "b", "c"], [[1]] * 3, [[5, 6, 2], [5, 6, 7], [5]], None, 3)
+    >>> truncated(c, eos_token_id=2, max_new_tokens=3).tolist()
+    [False, True, False]
+    """
+    if eos_token_id is None:
+        eos: set[int] = set()
+    elif isinstance(eos_token_id, int):
+        eos = {eos_token_id}
+    else:
+        eos = set(eos_token_id)
+    cut = [
+        len(ids) >= max(max_new_tokens, 1) and ids[-1] not in eos
+        for ids in completions.completion_ids
+    ]
+    return np.array(cut, dtype=bool)
 
 
 @runtime_checkable
@@ -221,6 +249,9 @@ class HFSampler:
                         eos_token_id=tok.eos_token_id,
                         return_dict_in_generate=True,
                         output_scores=self.logprobs,
+                        # Each process generates alone; under FSDP2 the trainer gathers
+                        # the whole weights first (transformers would wait for the others).
+                        synced_gpus=False,
                         **kwargs,
                     )
                 width = enc["input_ids"].shape[1]
@@ -259,7 +290,9 @@ class VLLMSampler:
     seed : int
         Engine seed.
     **engine_kwargs
-        Passed to ``vllm.LLM`` (``gpu_memory_utilization``, ``dtype``, ...).
+        Passed to ``vllm.LLM`` (``gpu_memory_utilization``, ``dtype``, ...);
+        ``logprobs_mode`` defaults to ``"processed_logprobs"`` where vLLM has it,
+        so the reported log-probs are those of the distribution sampled from.
 
     Requires the ``grpo-fast[vllm]`` extra and a GPU. The engine runs in this
     process, next to the trainer ("colocated"): after an optimizer step
@@ -277,6 +310,11 @@ class VLLMSampler:
             ) from None
         self._vllm = vllm
         engine_kwargs.setdefault("gpu_memory_utilization", 0.3)
+        # The mismatch correction compares these log-probs with the trainer's after
+        # temperature: vLLM V1 reports the raw logits' unless asked (TRL and verl ask too).
+        engine_fields = getattr(vllm.EngineArgs, "__dataclass_fields__", {})
+        if "logprobs_mode" in engine_fields:
+            engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
         self.llm = vllm.LLM(model=model, seed=seed, **engine_kwargs)
         self.tokenizer = self.llm.get_tokenizer()
 

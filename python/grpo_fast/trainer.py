@@ -16,15 +16,13 @@ bookkeeping: evaluation, metrics, checkpoints.
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import dataclasses
 import json
-import os
-import random
-import shutil
+import signal
 import time
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -35,15 +33,37 @@ import transformers
 
 import grpo_fast
 from grpo_fast.advantages import ESTIMATORS, SCALES
+from grpo_fast.checkpoint import (
+    find_resume,
+    is_sharded,
+    load_checkpoint,
+    prepare_output_dir,
+    remove_leftovers,
+    save_checkpoint,
+)
 from grpo_fast.curriculum import Curriculum, UniformPrompts
-from grpo_fast.data import DATA_DIR, check_tasks, read_tasks
-from grpo_fast.distributed import Distributed
-from grpo_fast.errors import InvalidInputError
-from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, policy_loss
-from grpo_fast.metrics import MetricsWriter, read_metrics
-from grpo_fast.modeling import Packed, completion_logprobs, load_model, load_tokenizer, pack
+from grpo_fast.data import DATA_DIR, check_tasks, read_tasks, render_prompts
+from grpo_fast.defaults import by_model, is_demo_model, resolve
+from grpo_fast.distributed import PARALLEL, Distributed, wrap_distributed
+from grpo_fast.errors import InvalidInputError, TrainingInterrupted
+from grpo_fast.interrupt import StopRequest
+from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, SURROGATES, policy_loss
+from grpo_fast.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
+from grpo_fast.modeling import (
+    DTYPES,
+    LoraOptions,
+    MixedPrecision,
+    Packed,
+    check_model_name,
+    load_model,
+    load_tokenizer,
+    pack,
+    prepare_model,
+    reference_model,
+)
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
-from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
+from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler, truncated
+from grpo_fast.tracking import NoSignalWatch, Tracker, parse_report_to, read_metrics, say
 
 __all__ = [
     "DATA_DIR",
@@ -58,6 +78,7 @@ __all__ = [
 # transformers.get_scheduler's names for the schedules after warmup.
 _SCHEDULERS = {"constant": "constant_with_warmup", "linear": "linear", "cosine": "cosine"}
 LR_SCHEDULES = tuple(_SCHEDULERS)
+SAMPLER_CORRECTIONS = ("auto", *CORRECTIONS)
 
 
 def _doc(text: str) -> Any:
@@ -69,6 +90,9 @@ class TrainerConfig:
     """Every option of a training run (each one is a ``grpo-fast train`` flag).
 
     The defaults train the embedded tiny model on 2-digit addition on the CPU.
+    A default written ``by_model(run, demo=...)`` depends on the model: the
+    demo's value for the embedded model, the real run's for any other
+    (:mod:`grpo_fast.defaults`); a value given explicitly always stands.
     Choices are ``Literal`` types: the command line, config files and
     :meth:`validate` read them from here.
     """
@@ -76,15 +100,58 @@ class TrainerConfig:
     # What to train on.
     model: str = field(
         default=str(DATA_DIR / "tiny_adder"),
-        metadata=_doc("local transformers causal-LM directory (default: the embedded tiny model)"),
+        metadata=_doc(
+            "causal LM to train: a local transformers directory or a Hugging Face Hub id; "
+            "'embedded demo' defaults below apply to this embedded model only"
+        ),
+    )
+    dtype: Literal[tuple(DTYPES)] = field(  # type: ignore[valid-type]
+        default=by_model("bf16", demo="fp32"),
+        metadata=_doc(
+            "forward precision: bf16/fp16 autocast with fp32 trained weights (LoRA's frozen "
+            "base and the reference model stored in it; fp16 scales the loss)"
+        ),
+    )
+    gradient_checkpointing: bool = field(
+        default=by_model(True, demo=False),
+        metadata=_doc(
+            "recompute layer activations in the backward (less memory; the loss forward then "
+            "runs each prompt with every sample instead of sharing it)"
+        ),
+    )
+    lora_r: int = field(default=0, metadata=_doc("LoRA rank (0: train every weight)"))
+    lora_alpha: float = field(default=32.0, metadata=_doc("LoRA scale numerator (alpha / r)"))
+    lora_dropout: float = field(default=0.0, metadata=_doc("dropout on the LoRA path"))
+    lora_target_modules: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "modules LoRA adapts, repeatable or comma-separated (q_proj,v_proj; "
+            "all-linear: every linear layer but the head; default: peft's choice for the "
+            "architecture)",
+            "metavar": "NAME",
+        },
     )
     train_file: str = field(
         default=str(DATA_DIR / "addition_train.jsonl"),
-        metadata=_doc("JSONL with 'prompt' and 'answer' columns"),
+        metadata=_doc("rows with a prompt and an answer: JSONL, JSON, Parquet, CSV, TSV, Arrow"),
     )
     eval_file: str | None = field(
         default=str(DATA_DIR / "addition_eval.jsonl"),
-        metadata=_doc("held-out JSONL with 'prompt' and 'answer' (none: skip evaluation)"),
+        metadata=_doc("held-out rows, same format (none: skip evaluation)"),
+    )
+    prompt_column: str = field(
+        default="prompt",
+        metadata=_doc("column of the prompts: text, or a list of {role, content} messages"),
+    )
+    answer_column: str = field(
+        default="answer", metadata=_doc("column of the gold answers (GSM8K's '... #### 72' works)")
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata=_doc(
+            "system message put before every prompt that has none (a plain prompt then goes "
+            "through the chat template as the user's message)"
+        ),
     )
     reward: tuple[str | dict[str, Any], ...] = field(
         default=("math",),
@@ -97,7 +164,11 @@ class TrainerConfig:
     )
     output_dir: str = field(
         default="runs/demo",
-        metadata=_doc("where metrics.jsonl, curves.png and checkpoints/ go"),
+        metadata={
+            "help": "where metrics.jsonl, curves.png and checkpoints/ go (created if missing; "
+            "one that holds a run needs --resume or --overwrite)",
+            "aliases": ("-o",),
+        },
     )
     # Batch shape.
     max_steps: int = field(default=1000, metadata=_doc("generation batches to train on"))
@@ -105,13 +176,19 @@ class TrainerConfig:
     num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt"))
     # Sampling.
     sampler: Literal["hf", "vllm"] = field(default="hf", metadata=_doc("generation backend"))
-    max_new_tokens: int = field(default=4, metadata=_doc("longest completion, EOS included"))
+    max_new_tokens: int = field(
+        default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included")
+    )
     temperature: float = field(default=1.0, metadata=_doc("sampling temperature"))
     top_p: float = field(default=1.0, metadata=_doc("nucleus sampling mass (1 = off)"))
     top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)"))
     # Advantages.
     estimator: Literal[ESTIMATORS] = field(  # type: ignore[valid-type]
-        default="grpo", metadata=_doc("advantage estimator (grpo_fast.compute_advantages)")
+        default="grpo",
+        metadata=_doc(
+            "advantage estimator (grpo_fast.compute_advantages; remax also samples one greedy "
+            "completion per prompt, its baseline)"
+        ),
     )
     scale: Literal[SCALES] = field(  # type: ignore[valid-type]
         default="group", metadata=_doc("advantage std scaling")
@@ -128,6 +205,26 @@ class TrainerConfig:
     kl: Literal[KL_ESTIMATORS] = field(  # type: ignore[valid-type]
         default="k3", metadata=_doc("KL estimator")
     )
+    surrogate: Literal[SURROGATES] = field(  # type: ignore[valid-type]
+        default="ppo",
+        metadata=_doc(
+            "per-token objective: ppo (clipped ratio), cispo (clipped detached weight x logp), "
+            "sapo (sigmoid gate), gmpo (geometric mean of the token ratios)"
+        ),
+    )
+    sapo_tau_pos: float = field(default=1.0, metadata=_doc("SAPO gate temperature where A > 0"))
+    sapo_tau_neg: float = field(default=1.05, metadata=_doc("SAPO gate temperature where A <= 0"))
+    entropy_coef: float = field(
+        default=0.0, metadata=_doc("entropy bonus weight (mean entropy of the tokens that learn)")
+    )
+    top_entropy_quantile: float = field(
+        default=1.0,
+        metadata=_doc("share of the batch's tokens, highest entropy first, that learn (1 = all)"),
+    )
+    mask_truncated_completions: bool = field(
+        default=False,
+        metadata=_doc("completions that hit max_new_tokens without EOS get no loss (DAPO)"),
+    )
     share_prompt_prefix: bool = field(
         default=True,
         metadata=_doc("run each prompt once per group and share its KV cache with its G samples"),
@@ -135,16 +232,33 @@ class TrainerConfig:
     num_iterations: int = field(
         default=1, metadata=_doc("optimizer passes over each generation batch (old log-probs kept)")
     )
+    sampler_correction: Literal[SAMPLER_CORRECTIONS] = field(  # type: ignore[valid-type]
+        default="auto",
+        metadata=_doc(
+            "sampler-mismatch correction from the sampler's log-probs: tis (weights "
+            "min(ratio, C)), mis (no loss outside [1/C, C]), none (only logged); auto: tis "
+            "with vllm, none with hf"
+        ),
+    )
+    sampler_level: Literal[LEVELS] = field(  # type: ignore[valid-type]
+        default="token",
+        metadata=_doc("one mismatch ratio per token, or per sequence (geometric mean)"),
+    )
+    sampler_threshold: float = field(
+        default=2.0, metadata=_doc("C of the sampler correction: TIS cap, MIS band [1/C, C]")
+    )
     # Optimisation.
     optimizer: Literal["adamw", "sgd"] = field(default="adamw", metadata=_doc("optimizer"))
-    learning_rate: float = field(default=3e-5, metadata=_doc("peak learning rate"))
+    learning_rate: float = field(
+        default=by_model(1e-6, demo=3e-5), metadata=_doc("peak learning rate")
+    )
     lr_schedule: Literal[LR_SCHEDULES] = field(  # type: ignore[valid-type]
-        default="constant", metadata=_doc("learning rate after warmup")
+        default=by_model("linear", demo="constant"), metadata=_doc("learning rate after warmup")
     )
     warmup_steps: int = field(default=0, metadata=_doc("linear warmup, in optimizer steps"))
     weight_decay: float = field(default=0.0, metadata=_doc("AdamW weight decay"))
     adam_beta1: float = field(default=0.9, metadata=_doc("AdamW beta1"))
-    adam_beta2: float = field(default=0.99, metadata=_doc("AdamW beta2"))
+    adam_beta2: float = field(default=by_model(0.999, demo=0.99), metadata=_doc("AdamW beta2"))
     max_grad_norm: float = field(default=1.0, metadata=_doc("gradient clipping (0 = off)"))
     grad_accum_steps: int = field(
         default=1, metadata=_doc("micro-batches per optimizer step (splits the batch's rows)")
@@ -160,15 +274,33 @@ class TrainerConfig:
     max_refill_rounds: int = field(default=3, metadata=_doc("extra sampling rounds per step"))
     # Evaluation, logging, checkpoints.
     eval_every: int = field(default=100, metadata=_doc("evaluate every N steps (0 = start/end)"))
-    eval_size: int = field(default=500, metadata=_doc("held-out prompts per evaluation"))
-    save_every: int = field(default=0, metadata=_doc("checkpoint every N steps (0 = at the end)"))
+    eval_size: int = field(
+        default=by_model(0, demo=500), metadata=_doc("held-out prompts per evaluation (0 = all)")
+    )
+    save_every: int = field(
+        default=by_model(500, demo=0), metadata=_doc("checkpoint every N steps (0 = at the end)")
+    )
     keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept"))
     resume: str | None = field(
         default=None,
-        metadata=_doc("checkpoint dir to resume from, or 'auto' (newest in output_dir)"),
+        metadata=_doc(
+            "checkpoint dir to resume from, or 'auto' (the newest good one in output_dir; none "
+            "yet: start at step 0)"
+        ),
+    )
+    overwrite: bool = field(
+        default=False, metadata=_doc("replace the run already in output_dir (its files only)")
     )
     seed: int = field(default=0, metadata=_doc("seed of prompt order, sampling and init"))
     device: str = field(default="auto", metadata=_doc("'auto', 'cpu', 'cuda', 'cuda:1', ..."))
+    parallel: Literal[PARALLEL] = field(  # type: ignore[valid-type]
+        default="ddp",
+        metadata=_doc(
+            "several processes (torchrun): ddp (each holds the whole model and optimizer "
+            "state), fsdp (FSDP2: parameters, gradients, optimizer state sharded; checkpoints "
+            "through torch.distributed.checkpoint)"
+        ),
+    )
     torch_threads: int = field(
         default=0,
         metadata=_doc(
@@ -177,13 +309,38 @@ class TrainerConfig:
     )
     progress: bool = field(default=True, metadata=_doc("show a progress bar"))
     plot: bool = field(default=True, metadata=_doc("write curves.png at each evaluation"))
+    report_to: tuple[str, ...] = field(
+        default=("none",),
+        metadata={
+            "help": "also log the metrics to tensorboard, wandb (repeatable or comma-separated;"
+            " extra grpo-fast[tracking]; none: metrics.jsonl only)",
+            "metavar": "NAME",
+        },
+    )
 
     def __post_init__(self) -> None:
+        # Defaults that depend on the model (grpo_fast.defaults): the demo's or a real run's.
+        demo = is_demo_model(self.model)
+        for f in fields(self):
+            setattr(self, f.name, resolve(getattr(self, f.name), demo=demo))
         # One reward given alone (``reward="math"``) is a list of one.
         if isinstance(self.reward, (str, dict)):
             self.reward = (self.reward,)
         elif isinstance(self.reward, list):
             self.reward = tuple(self.reward)
+        if isinstance(self.report_to, str):
+            self.report_to = (self.report_to,)
+        elif isinstance(self.report_to, list):
+            self.report_to = tuple(self.report_to)
+        # Target modules: repeated, comma-separated, or one string.
+        targets = (
+            (self.lora_target_modules,)
+            if isinstance(self.lora_target_modules, str)
+            else self.lora_target_modules
+        )
+        self.lora_target_modules = tuple(
+            name.strip() for t in targets for name in str(t).split(",") if name.strip()
+        )
 
     def validate(self) -> None:
         """Raise :class:`InvalidInputError` saying what to fix."""
@@ -213,16 +370,72 @@ class TrainerConfig:
         need(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
         need(self.beta >= 0, f"beta must be >= 0, got {self.beta}")
         need(self.eps_low >= 0 and self.eps_high >= 0, "eps_low and eps_high must be >= 0")
+        need(
+            self.eps_low < 1 or self.surrogate in ("cispo", "gmpo"),
+            f"eps_low must be < 1 with surrogate={self.surrogate!r}, got {self.eps_low}",
+        )
+        need(
+            0 <= self.top_entropy_quantile <= 1,
+            f"top_entropy_quantile must be in [0, 1], got {self.top_entropy_quantile}",
+        )
+        need(np.isfinite(self.entropy_coef), f"entropy_coef must be finite: {self.entropy_coef}")
+        need(
+            self.sapo_tau_pos > 0 and self.sapo_tau_neg > 0,
+            f"sapo_tau_pos and sapo_tau_neg must be > 0, got {self.sapo_tau_pos}, "
+            f"{self.sapo_tau_neg}",
+        )
+        need(
+            self.sampler_threshold > 1,
+            f"sampler_threshold must be > 1 (TIS cap, MIS band [1/C, C]), "
+            f"got {self.sampler_threshold}",
+        )
         need(self.temperature > 0, f"temperature must be > 0 for training: {self.temperature}")
         for name in ("eval_every", "save_every", "max_refill_rounds", "torch_threads"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        need(self.eval_size >= 0, f"eval_size must be >= 0 (0 = all), got {self.eval_size}")
         need(bool(self.reward), "reward: name at least one reward (e.g. 'math')")
         RunRewards.build(list(self.reward), max_new_tokens=self.max_new_tokens)
-        model = Path(self.model)
-        need(
-            (model / "config.json").is_file(),
-            f"model directory {str(model)!r} is not readable: expected a transformers model "
-            "directory with config.json (and weights, tokenizer)",
+        parse_report_to(self.report_to)
+        check_model_name(self.model)
+        check_device(self.device)
+        need(self.lora_r >= 0, f"lora_r must be >= 0 (0: no LoRA), got {self.lora_r}")
+        need(self.lora_alpha > 0, f"lora_alpha must be > 0, got {self.lora_alpha}")
+        need(0 <= self.lora_dropout < 1, f"lora_dropout must be in [0, 1): {self.lora_dropout}")
+        if self.lora_r > 0:
+            import importlib.util
+
+            need(
+                importlib.util.find_spec("peft") is not None,
+                "LoRA (lora_r > 0) needs peft: pip install 'grpo-fast[peft]'",
+            )
+            need(
+                self.sampler == "hf",
+                "LoRA (lora_r > 0) samples with --sampler hf: the vLLM sampler takes full "
+                "weights, not adapters",
+            )
+        if self.parallel == "fsdp":
+            need(
+                self.sampler == "hf",
+                "--parallel fsdp samples with --sampler hf (the vLLM sampler would need the "
+                "sharded weights gathered into its engine after every step); use --parallel ddp",
+            )
+            need(
+                self.dtype != "fp16",
+                "--parallel fsdp trains in fp32 or bf16: fp16's loss scaling would see only "
+                "this rank's shard of the gradients; use --dtype bf16",
+            )
+        for name in ("prompt_column", "answer_column"):
+            need(bool(getattr(self, name)), f"{name} must name a column")
+
+    def lora(self) -> LoraOptions | None:
+        """The LoRA adapters of this run (None: full fine-tuning)."""
+        if self.lora_r == 0:
+            return None
+        return LoraOptions(
+            r=self.lora_r,
+            alpha=self.lora_alpha,
+            dropout=self.lora_dropout,
+            target_modules=self.lora_target_modules,
         )
 
     @classmethod
@@ -244,6 +457,28 @@ def resolve_device(name: str, dist: Distributed) -> torch.device:
     return torch.device(name)
 
 
+def check_device(name: str) -> None:
+    """``auto``, ``cpu``, ``cuda[:N]``, ...: one that exists here, or an error saying so."""
+    if name == "auto":
+        return
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise InvalidInputError(
+            f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {name!r}"
+        ) from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InvalidInputError(
+                f"device {name!r}: no CUDA GPU is available here (torch.cuda.is_available() is "
+                "False); use --device cpu (or auto)"
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise InvalidInputError(
+                f"device {name!r}: there are only {torch.cuda.device_count()} CUDA device(s)"
+            )
+
+
 def set_cpu_threads(threads: int, model: Any, device: torch.device) -> None:
     if threads:
         torch.set_num_threads(threads)
@@ -253,12 +488,21 @@ def set_cpu_threads(threads: int, model: Any, device: torch.device) -> None:
         torch.set_num_threads(1)
 
 
+def sampler_correction(cfg: TrainerConfig) -> str:
+    """``cfg.sampler_correction`` with ``auto`` resolved: ``tis`` for vLLM, ``none`` for HF
+    (it samples with the training model itself: the same log-probs)."""
+    if cfg.sampler_correction != "auto":
+        return cfg.sampler_correction
+    return "tis" if cfg.sampler == "vllm" else "none"
+
+
 def build_sampler(cfg: TrainerConfig, model: Any, tokenizer: Any) -> Any:
     """``HFSampler`` on the training model itself, or a colocated ``VLLMSampler``."""
     if cfg.sampler == "vllm":
         return VLLMSampler(cfg.model, seed=cfg.seed)
-    # The loss recomputes the log-probs in its own forward: the sampler's are not needed.
-    return HFSampler(model, tokenizer, logprobs=False)
+    # The loss recomputes the log-probs in its own forward: the sampler's are needed
+    # only for a sampler correction asked for by name.
+    return HFSampler(model, tokenizer, logprobs=sampler_correction(cfg) != "none")
 
 
 def build_optimizer(cfg: TrainerConfig, model: Any) -> torch.optim.Optimizer:
@@ -291,23 +535,21 @@ def build_prompt_order(cfg: TrainerConfig, num_prompts: int) -> Curriculum | Uni
     return UniformPrompts(num_prompts, seed=cfg.seed)
 
 
-def reference_model(model: Any) -> Any:
-    """A frozen copy of the starting policy, for the KL penalty."""
-    return copy.deepcopy(model).eval().requires_grad_(False)
-
-
 def _nanmean(x: np.ndarray) -> float:
     return float(np.nanmean(x)) if len(x) and not np.isnan(x).all() else float("nan")
 
 
 class Trainer:
-    """GRPO on a local causal LM, rewarded by :mod:`grpo_fast.rewards`.
+    """GRPO on a causal LM (a local directory or a hub id), rewarded by
+    :mod:`grpo_fast.rewards`.
 
     Parameters
     ----------
     config : TrainerConfig
     model, tokenizer : optional
-        Already-loaded transformers objects (default: loaded from ``config.model``).
+        Already-loaded transformers objects (default: loaded from ``config.model``);
+        a given model is set up as a loaded one is (dtype, checkpointing, LoRA:
+        :func:`~grpo_fast.modeling.prepare_model`).
     sampler : Sampler, optional
         Default: :func:`build_sampler`.
     train_rows, eval_rows : list of dict, optional
@@ -341,30 +583,61 @@ class Trainer:
         config.validate()
         self.dist = Distributed.from_env(torch.device(_device_type(config.device)).type)
         self.device = resolve_device(config.device, self.dist)
-        self.config = cfg = dataclasses.replace(config, device=str(self.device))
+        self.config = cfg = dataclasses.replace(
+            config, device=str(self.device), sampler_correction=sampler_correction(config)
+        )
         self.is_main = self.dist.is_main
         self.out = Path(cfg.output_dir)
+        # Checked before anything loads: a refused directory or a bad checkpoint costs nothing.
+        prepare_output_dir(self.out, resume=cfg.resume, overwrite=cfg.overwrite)
+        resume = find_resume(self.out, cfg.resume, self.dist)
         # Every rank draws different samples; prompt order is shared (its own generator).
         transformers.set_seed(cfg.seed + self.dist.rank)
 
+        columns = {"prompt_column": cfg.prompt_column, "answer_column": cfg.answer_column}
         self.train_rows = (
-            read_tasks(cfg.train_file, "train_file")
+            read_tasks(cfg.train_file, "train_file", **columns)
             if train_rows is None
-            else check_tasks(train_rows, "train_rows")
+            else check_tasks(train_rows, "train_rows", **columns)
         )
+        if cfg.prompts_per_step * self.dist.world > len(self.train_rows):
+            raise InvalidInputError(
+                f"prompts_per_step ({cfg.prompts_per_step}) x {self.dist.world} process(es) is "
+                f"more than the {len(self.train_rows)} training rows; lower --prompts-per-step"
+            )
         if eval_rows is not None:
-            self.eval_rows = check_tasks(eval_rows, "eval_rows")[: cfg.eval_size]
+            self.eval_rows = check_tasks(eval_rows, "eval_rows", **columns)
         elif cfg.eval_file:
-            self.eval_rows = read_tasks(cfg.eval_file, "eval_file")[: cfg.eval_size]
+            self.eval_rows = read_tasks(cfg.eval_file, "eval_file", **columns)
         else:
             self.eval_rows = []
+        self.eval_rows = self.eval_rows[: cfg.eval_size or None]
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
-        self.model = (model if model is not None else load_model(cfg.model)).to(self.device).train()
+        # The text the sampler sees: conversations through the tokenizer's chat template.
+        self.train_prompts = render_prompts(
+            self.train_rows, self.tokenizer, system_prompt=cfg.system_prompt, what="train rows"
+        )
+        self.eval_prompts = render_prompts(
+            self.eval_rows, self.tokenizer, system_prompt=cfg.system_prompt, what="eval rows"
+        )
+        lora = cfg.lora()
+        if model is None:  # LoRA's frozen base loads in its 16-bit dtype; trained weights in fp32
+            model = load_model(cfg.model, dtype=DTYPES[cfg.dtype] if lora else torch.float32)
+        self.model = prepare_model(
+            model.to(self.device),
+            dtype=cfg.dtype,
+            lora=lora,
+            gradient_checkpointing=cfg.gradient_checkpointing,
+        )
+        self.precision = MixedPrecision(cfg.dtype, self.device)
         set_cpu_threads(cfg.torch_threads, self.model, self.device)
-        self.ref_model = reference_model(self.model) if cfg.beta > 0 else None
+        self.ref_model = reference_model(self.model, cfg.dtype) if cfg.beta > 0 else None
+        # The policy under DDP / FSDP2 (the optimizer then takes FSDP2's shards).
+        self.policy = wrap_distributed(self.model, cfg.parallel, self.dist)
+        self.reference = None if self.ref_model is None else self.policy.reference(self.ref_model)
         self.params = SamplingParams(
             max_new_tokens=cfg.max_new_tokens,
             temperature=cfg.temperature,
@@ -378,21 +651,28 @@ class Trainer:
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.prompts = build_prompt_order(cfg, len(self.train_rows))
         self.step_count = 0
+        self._in_step = False
         self.last_batch: Batch | None = None
 
-        resume = self._find_resume(cfg.resume)
+        self._saved_step: int | None = None
         if resume is not None:
             self._load_checkpoint(resume)
-        self.metrics = (
-            MetricsWriter(
-                self.out / "metrics.jsonl",
-                truncate_after=self.step_count if resume is not None else None,
-            )
-            if self.is_main
-            else None
-        )
+            self._saved_step = self.step_count
+        self.metrics = None
         if self.is_main:
+            # --resume auto without a checkpoint yet starts over: the old files go.
+            fresh = cfg.overwrite or (cfg.resume is not None and resume is None)
+            prepare_output_dir(
+                self.out, resume=None if fresh else cfg.resume, overwrite=fresh, create=True
+            )
+            remove_leftovers(self.out, self._saved_step)
+            self.metrics = Tracker(
+                self.out, report_to=cfg.report_to, resume_step=self._saved_step, config=asdict(cfg)
+            )
             (self.out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+            if resume is not None:
+                say(f"resumed from step {self.step_count} ({resume})")
+        self.dist.barrier()
 
     # ------------------------------------------------------------------ the step
     def step(self) -> dict[str, Any]:
@@ -438,7 +718,11 @@ class Trainer:
             idx = idx_all[dist.rank * P : (dist.rank + 1) * P]
             rows = [self.train_rows[i] for i in idx for _ in range(G)]
             t0 = time.perf_counter()
-            comp = self.sampler.sample([self.train_rows[i]["prompt"] for i in idx], G, self.params)
+            with self.precision.autocast():
+                comp = self.policy.with_full_weights(
+                    self.sampler.sample, [self.train_prompts[i] for i in idx], G, self.params
+                )
+            inputs = self._estimator_inputs(idx, comp)
             t1 = time.perf_counter()
             scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
             total = dist.gather(scores.total)
@@ -447,6 +731,7 @@ class Trainer:
                 np.repeat(np.arange(P * dist.world), G),
                 estimator=cfg.estimator,
                 scale=cfg.scale,
+                **inputs,
             )
             stats["time_sampling"] += t1 - t0
             stats["time_verify"] += time.perf_counter() - t1
@@ -468,21 +753,44 @@ class Trainer:
             if dist.all_min(sum(len(b.prompt_index) for b in kept)) >= P:
                 break
         batch = Batch.concat(kept, G)
-        if len(batch.prompt_index) > P:
-            batch = batch.take(np.arange(P))
+        # Every rank trains as many groups: the engines need the same passes on each.
+        groups = min(P, dist.all_min(len(batch.prompt_index)))
+        if len(batch.prompt_index) > groups:
+            batch = batch.take(np.arange(groups))
         stats["sampling_rounds"] = r + 1
         stats["groups_trained"] = len(batch.prompt_index)
         return batch, stats
 
+    def _estimator_inputs(self, idx: np.ndarray, comp: Any) -> dict[str, np.ndarray]:
+        """What ``remax`` and ``opo`` need besides the rewards, gathered from every rank:
+        the total reward of each prompt's greedy completion (ReMax's baseline, sampled
+        here), or the completions' token lengths."""
+        cfg = self.config
+        if cfg.estimator == "opo":
+            lengths = np.array([len(c) for c in comp.completion_ids], np.float64)
+            return {"lengths": self.dist.gather(lengths)}
+        if cfg.estimator != "remax":
+            return {}
+        rows = [self.train_rows[i] for i in idx]
+        greedy = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=0.0)
+        with self.precision.autocast():
+            best = self.policy.with_full_weights(
+                self.sampler.sample, [self.train_prompts[i] for i in idx], 1, greedy
+            )
+        reward = self.rewards.score(best.texts, rows, completion_ids=best.completion_ids).total
+        baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
+        return {"baselines": self.dist.gather(baselines)}
+
     def logprobs(self, model: Any, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:
-        """Token log-probs and entropies ``[rows, Tc]`` of a packed batch under ``model``."""
-        return completion_logprobs(
-            model,
-            packed,
-            temperature=self.config.temperature,
-            group_size=self.config.num_generations,
-            share_prompt_prefix=self.config.share_prompt_prefix,
-        )
+        """Token log-probs and entropies ``[rows, Tc]`` of a packed batch under ``model``
+        (``self.policy`` or ``self.reference``)."""
+        with self.precision.autocast():
+            return model(
+                packed,
+                temperature=self.config.temperature,
+                group_size=self.config.num_generations,
+                share_prompt_prefix=self.config.share_prompt_prefix,
+            )
 
     def update(self, batch: Batch) -> dict[str, Any]:
         """``num_iterations`` optimizer steps on a batch, each over ``grad_accum_steps`` chunks."""
@@ -497,24 +805,30 @@ class Trainer:
             self.device,
         )
         adv = torch.from_numpy(batch.advantages.astype(np.float32)).to(self.device)
+        sampler_logp = self._sampler_logp(batch, packed)
+        cut = truncated(batch.completions, self.tokenizer.eos_token_id, cfg.max_new_tokens)
+        # DAPO's overlong filtering: a cut-off answer is neither right nor wrong; no loss.
+        loss_mask = packed.completion_mask
+        if cfg.mask_truncated_completions:
+            loss_mask = loss_mask & ~torch.from_numpy(cut).to(self.device)[:, None]
         with torch.no_grad():
-            old_logp = self.logprobs(self.model, packed)[0] if cfg.num_iterations > 1 else None
-            ref_logp = None if self.ref_model is None else self.logprobs(self.ref_model, packed)[0]
+            old_logp = self.logprobs(self.policy, packed)[0] if cfg.num_iterations > 1 else None
+            ref_logp = None if self.reference is None else self.logprobs(self.reference, packed)[0]
         # Micro-batches of whole groups when the split allows it (prompt cache sharing).
         chunk = n // cfg.grad_accum_steps if n % cfg.grad_accum_steps == 0 else n
-        trainable = [p for p in self.model.parameters() if p.requires_grad]
         sums: dict[str, float] = {}
         count = 0
         for _ in range(cfg.num_iterations):
             for s in range(0, n, chunk):
                 rows = slice(s, s + chunk)
                 part = packed.rows(rows)
-                logp, entropy = self.logprobs(self.model, part)
+                with self.policy.no_sync(s + chunk < n):  # DDP: averaged after the last one
+                    logp, entropy = self.logprobs(self.policy, part)
                 loss, m = policy_loss(
                     logp,
                     logp.detach() if old_logp is None else old_logp[rows],
                     adv[rows],
-                    part.completion_mask,
+                    loss_mask[rows],
                     ref_logp=None if ref_logp is None else ref_logp[rows],
                     beta=cfg.beta,
                     kl=cfg.kl,
@@ -522,34 +836,52 @@ class Trainer:
                     eps_high=cfg.eps_high,
                     loss_type=cfg.loss_type,
                     max_completion_length=cfg.max_new_tokens,
-                    entropy=entropy.detach(),
+                    entropy=entropy if cfg.entropy_coef else entropy.detach(),
+                    sampler_logp=None if sampler_logp is None else sampler_logp[rows],
+                    sampler_correction=cfg.sampler_correction,
+                    sampler_level=cfg.sampler_level,
+                    sampler_threshold=cfg.sampler_threshold,
+                    surrogate=cfg.surrogate,
+                    sapo_tau_pos=cfg.sapo_tau_pos,
+                    sapo_tau_neg=cfg.sapo_tau_neg,
+                    entropy_coef=cfg.entropy_coef,
+                    top_entropy_quantile=cfg.top_entropy_quantile,
                 )
                 # Row-weighted: the accumulated gradient is the full batch's (per-sequence mean).
-                (loss * (logp.shape[0] / n)).backward()
+                self.precision.backward(loss * (logp.shape[0] / n))
                 for k, v in {"loss": float(loss.item()), **m}.items():
-                    sums[k] = sums.get(k, 0.0) + v
+                    sums[k] = _accumulate(k, sums.get(k), v)
                 count += 1
-            self.dist.average_grads(trainable)
-            if cfg.max_grad_norm > 0:
-                norm = torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
-            else:
-                norm = torch.linalg.vector_norm(
-                    torch.stack([p.grad.norm() for p in trainable if p.grad is not None])
-                )
-            sums["grad_norm"] = sums.get("grad_norm", 0.0) + float(norm) * (
-                count / cfg.num_iterations
-            )
-            self.optimizer.step()
-            self.scheduler.step()
+            self.precision.unscale(self.optimizer)
+            norm = self.policy.clip_grad_norm(cfg.max_grad_norm)  # 0: only measured
+            sums["grad_norm"] = sums.get("grad_norm", 0.0) + norm * (count / cfg.num_iterations)
+            if self.precision.step(self.optimizer):  # False: fp16 overflow, step skipped
+                self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
-        out = {k: v / count for k, v in sums.items()}
+        out = {k: v if k.endswith(_EXTREMES) else v / count for k, v in sums.items()}
         out["kl"] = out.pop("kl_mean", None)
         out["entropy"] = out.pop("entropy_mean", None)
+        out["truncated_frac"] = float(cut.mean())
         return out
+
+    def _sampler_logp(self, batch: Batch, packed: Packed) -> torch.Tensor | None:
+        """The sampler's log-probs ``[rows, Tc]`` carried by the batch (None without them)."""
+        comp = batch.completions
+        if comp.logprobs is None:
+            if self.config.sampler_correction != "none":
+                raise InvalidInputError(
+                    f"sampler_correction={self.config.sampler_correction!r} needs the sampler's "
+                    f"log-probs, but {type(self.sampler).__name__} returned none "
+                    "(HFSampler(..., logprobs=True), or sampler_correction='none')"
+                )
+            return None
+        width = packed.completion_ids.shape[1]
+        return pad_sampler_logprobs(comp.logprobs, comp.completion_ids, width, self.device)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
-        """Greedy decoding on the held-out rows.
+        """Greedy decoding on the held-out rows (with several processes, every rank
+        decodes its share; all must call this).
 
         ``eval_accuracy``: the share whose first reward is >= 1 (the default
         ``math``: correct); ``eval_reward``: the mean total reward. NaN
@@ -558,24 +890,66 @@ class Trainer:
         if not self.eval_rows:
             return {"eval_accuracy": float("nan")}
         greedy = SamplingParams(max_new_tokens=self.config.max_new_tokens, temperature=0.0)
-        comp = self.sampler.sample([r["prompt"] for r in self.eval_rows], 1, greedy)
-        scores = self.rewards.score(comp.texts, self.eval_rows, completion_ids=comp.completion_ids)
-        first = scores.columns[self.rewards.names[0]]
+        mine = slice(self.dist.rank, None, self.dist.world)
+        rows, prompts = self.eval_rows[mine], self.eval_prompts[mine]
+        with self.precision.autocast():
+            comp = self.policy.with_full_weights(
+                lambda: self.sampler.sample(prompts, 1, greedy) if prompts else None
+            )
+        first: list[float] = []
+        total: list[float] = []
+        if comp is not None:
+            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            first = scores.columns[self.rewards.names[0]].tolist()
+            total = scores.total.tolist()
         return {
-            "eval_accuracy": float(np.mean(first >= 1.0)),
-            "eval_reward": _nanmean(scores.total),
+            "eval_accuracy": float(np.mean(np.array(self.dist.gather_lists(first)) >= 1.0)),
+            "eval_reward": _nanmean(np.array(self.dist.gather_lists(total))),
         }
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> list[dict[str, Any]]:
-        """Run until ``max_steps``; returns the metric records of this process's run."""
+        """Run until ``max_steps``; returns the metric records of this process's run.
+
+        SIGINT (Ctrl-C) or SIGTERM, when this runs in the main thread, ends the
+        current step, writes a checkpoint and raises
+        :class:`~grpo_fast.errors.TrainingInterrupted`; a second one stops at once.
+        """
+        with self._running() as stop:
+            return self._train_loop(stop)
+
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[StopRequest]:
+        """Signals caught, transformers' own bars off (shard writing would break through
+        the training bar), trackers started (one that cannot start fails before any
+        work); all undone afterwards."""
+
+        # The step a signal lets finish: the one running, or the one just done (its
+        # evaluation and logging) between steps.
+        def finishing() -> int:
+            return self.step_count + int(self._in_step)
+
+        with StopRequest(finishing, done=lambda: self.step_count, quiet=not self.is_main) as stop:
+            bars = transformers.utils.logging.is_progress_bar_enabled()
+            transformers.utils.logging.disable_progress_bar()
+            try:
+                if self.metrics is not None:
+                    self.metrics.open()
+                yield stop
+            finally:
+                if bars:
+                    transformers.utils.logging.enable_progress_bar()
+                if self.metrics is not None:
+                    self.metrics.close()
+
+    def _train_loop(self, stop: StopRequest) -> list[dict[str, Any]]:
         from tqdm.auto import tqdm
 
         cfg = self.config
         history: list[dict[str, Any]] = []
+        no_signal = NoSignalWatch()
         if self.step_count == 0:
-            evals = self.evaluate() if self.is_main else {"eval_accuracy": float("nan")}
-            history.append(self._log({"step": 0, **evals}))
+            history.append(self._log({"step": 0, **self.evaluate()}))
         bar = tqdm(
             total=cfg.max_steps,
             initial=self.step_count,
@@ -584,22 +958,42 @@ class Trainer:
             dynamic_ncols=True,
         )
         while self.step_count < cfg.max_steps:
-            record = self.step()
+            if self.dist.all_min(int(stop.signal is None)) == 0:  # a signal on any rank
+                bar.close()
+                raise self._interrupted(stop.signal)
+            self._in_step = True
+            try:
+                record = self.step()
+            finally:
+                self._in_step = False
             last = self.step_count == cfg.max_steps
-            if self.is_main and (
-                last or (cfg.eval_every and self.step_count % cfg.eval_every == 0)
-            ):
+            if last or (cfg.eval_every and self.step_count % cfg.eval_every == 0):
                 record.update(self.evaluate())
             history.append(self._log(record))
             bar.update(1)
             post = {"reward": f"{record['reward_mean']:.2f}"}
-            if "eval_accuracy" in record:
+            if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
                 post["eval"] = f"{record['eval_accuracy']:.3f}"
             bar.set_postfix(post)
+            warning = no_signal.update(
+                self.last_batch.advantages, reward_mean=record.get("reward_mean")
+            )
+            if warning and self.is_main:
+                say(warning)
             if last or (cfg.save_every and self.step_count % cfg.save_every == 0):
                 self.save_checkpoint()
         bar.close()
         return history
+
+    def _interrupted(self, signum: int | None) -> TrainingInterrupted:
+        """Checkpoint the finished steps (step 0 needs none: ``--resume auto`` then starts
+        over) and say how to go on."""
+        path = None
+        if self.step_count > 0:
+            if self._saved_step != self.step_count:
+                self.save_checkpoint()
+            path = self.out / "checkpoints" / f"step-{self.step_count:07d}"
+        return TrainingInterrupted(self.step_count, signum or signal.SIGINT, path)
 
     def _log(self, record: dict[str, Any]) -> dict[str, Any]:
         if self.metrics is not None:
@@ -612,80 +1006,72 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
-        """Write ``checkpoints/step-N`` atomically (temp dir, then rename)."""
-        ckpt_root = self.out / "checkpoints"
-        final = ckpt_root / f"step-{self.step_count:07d}"
-        tmp = ckpt_root / f".tmp-step-{self.step_count:07d}"
-        rank_state = {
-            "python": random.getstate(),
-            "numpy": np.random.get_state(),  # noqa: NPY002 (user code may use it)
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        }
-        if self.is_main:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-        self.dist.barrier()
-        torch.save(rank_state, tmp / f"rng-rank{self.dist.rank}.pt")
-        if self.is_main:
-            self.model.save_pretrained(tmp)
-            self.tokenizer.save_pretrained(tmp)
-            torch.save(
-                {
-                    "step": self.step_count,
-                    "optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(),
-                    "prompts": self.prompts.state_dict(),
-                    "world": self.dist.world,
-                },
-                tmp / "trainer_state.pt",
-            )
-        self.dist.barrier()
-        if self.is_main:
-            shutil.rmtree(final, ignore_errors=True)
-            os.replace(tmp, final)
-            done = sorted(ckpt_root.glob("step-*"))
-            for old in done[: max(0, len(done) - max(1, self.config.keep_checkpoints))]:
-                shutil.rmtree(old, ignore_errors=True)
-        self.dist.barrier()
-        return final
-
-    def _find_resume(self, resume: str | None) -> Path | None:
-        if not resume:
-            return None
-        if resume == "auto":
-            done = sorted((self.out / "checkpoints").glob("step-*"))
-            return done[-1] if done else None
-        path = Path(resume)
-        if not (path / "trainer_state.pt").is_file():
-            raise InvalidInputError(f"{resume!r} is not a checkpoint (no trainer_state.pt)")
+        """Write ``checkpoints/step-N`` (:func:`grpo_fast.checkpoint.save_checkpoint`;
+        ``--parallel fsdp``: model and optimizer through ``torch.distributed.checkpoint``)."""
+        sharded = self.config.parallel == "fsdp"
+        path = save_checkpoint(
+            self.out,
+            self.step_count,
+            model=self.model,
+            tokenizer=self.tokenizer,
+            trainer_state={
+                **({} if sharded else {"optimizer": self.optimizer.state_dict()}),
+                "scheduler": self.scheduler.state_dict(),
+                "prompts": self.prompts.state_dict(),
+                "scaler": self.precision.state_dict(),
+            },
+            dist=self.dist,
+            keep=self.config.keep_checkpoints,
+            sharded_state=self.policy.state_dict(self.optimizer) if sharded else None,
+        )
+        self._saved_step = self.step_count
         return path
 
     def _load_checkpoint(self, path: Path) -> None:
-        from safetensors.torch import load_file
-
-        state = torch.load(path / "trainer_state.pt", weights_only=False)
-        if state["world"] != self.dist.world:
+        if self.policy.sharded and not is_sharded(path):
             raise InvalidInputError(
-                f"checkpoint {path} was written by {state['world']} processes, "
-                f"this run has {self.dist.world}"
+                f"checkpoint {path} holds whole weights (a run without --parallel fsdp): resume "
+                "it with --parallel ddp, or in one process"
             )
-        weights = load_file(path / "model.safetensors", device=str(self.device))
-        missing, unexpected = self.model.load_state_dict(weights, strict=False)
-        # Tied embeddings are saved once; anything else missing is a real mismatch.
-        if unexpected or any("lm_head" not in k for k in missing):
-            raise InvalidInputError(f"checkpoint {path} does not match the model: {missing}")
-        self.optimizer.load_state_dict(state["optimizer"])
+        state = load_checkpoint(
+            path,
+            model=self.model,
+            device=self.device,
+            dist=self.dist,
+            sharded_state=lambda: self.policy.state_dict(self.optimizer),
+        )
+        if "sharded" in state:
+            self.policy.load_state_dict(state["sharded"], self.optimizer)
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if state["world"] != self.dist.world:  # new random streams, none seen before
+            world, step = self.dist.world, state["step"]
+            transformers.set_seed(self.config.seed + self.dist.rank + world * step)
+            if self.is_main:
+                say(
+                    f"checkpoint {path} was written by {state['world']} process(es), this run "
+                    f"has {world}: model and optimizer resharded; sampling starts new random "
+                    "streams"
+                )
+        self.precision.load_state_dict(state.get("scaler", {}))
         self.scheduler.load_state_dict(state["scheduler"])
         self.prompts.load_state_dict(state["prompts"])
         self.step_count = int(state["step"])
-        rng = torch.load(path / f"rng-rank{self.dist.rank}.pt", weights_only=False)
-        random.setstate(rng["python"])
-        np.random.set_state(rng["numpy"])  # noqa: NPY002
-        torch.set_rng_state(rng["torch"])
-        if rng["cuda"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(rng["cuda"])
         self.sampler.update_weights(self.model)
+
+
+# Metrics whose micro-batch values combine by min / max rather than by the mean.
+_EXTREMES = ("_min", "_max")
+
+
+def _accumulate(name: str, acc: float | None, value: float) -> float:
+    if acc is None:
+        return value
+    if name.endswith("_min"):
+        return float(np.fmin(acc, value))
+    if name.endswith("_max"):
+        return float(np.fmax(acc, value))
+    return acc + value
 
 
 def _device_type(name: str) -> str:

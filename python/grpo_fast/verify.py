@@ -77,11 +77,17 @@ def extract_options(
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
+    think: bool = _EXTRACT_DEFAULTS.think,
 ) -> _core.ExtractOptions:
     """The extraction keywords shared by every public function, checked."""
-    if rules is None and max_length is None and tail_length is None:
+    if (
+        rules is None
+        and max_length is None
+        and tail_length is None
+        and think is _EXTRACT_DEFAULTS.think
+    ):
         return _EXTRACT_DEFAULTS
-    return _core.ExtractOptions(rules, max_length, tail_length)
+    return _core.ExtractOptions(rules, max_length, tail_length, think)
 
 
 def verify_options(
@@ -90,6 +96,7 @@ def verify_options(
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
+    think: bool = _VERIFY_DEFAULTS.think,
 ) -> _core.VerifyOptions:
     """The keywords of :func:`verify`, checked."""
     if (
@@ -99,9 +106,12 @@ def verify_options(
         and rules is None
         and max_length is None
         and tail_length is None
+        and think is _VERIFY_DEFAULTS.think
     ):
         return _VERIFY_DEFAULTS
-    return _core.VerifyOptions(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
+    return _core.VerifyOptions(
+        rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think
+    )
 
 
 def as_list(name: str, value: Any) -> list[Any]:
@@ -122,6 +132,7 @@ def extract_answer(
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
+    think: bool = _EXTRACT_DEFAULTS.think,
 ) -> Extraction | None:
     """The final answer of a completion and the rule that found it.
 
@@ -147,6 +158,12 @@ def extract_answer(
         (default 256 KiB).
     tail_length : int, optional
         How near the end, in bytes, a ``last_value`` must end (default 500).
+    think : bool
+        Reasoning is not the answer (default True): when the completion closes
+        a reasoning block, only the text after its last ``</think>`` is
+        searched, and one that opens ``<think>`` without closing it (cut off
+        mid-thought) has no answer. A text without reasoning tags is searched
+        whole either way. False searches the whole text, tags and all.
 
     Returns
     -------
@@ -161,8 +178,12 @@ def extract_answer(
     'gsm8k'
     >>> extract_answer("no value here") is None
     True
+    >>> extract_answer(r"<think>maybe \\boxed{3}</think> so \\boxed{5}").parts
+    ('5',)
+    >>> extract_answer(r"<think>maybe \\boxed{3}", think=False).parts
+    ('3',)
     """
-    found = _core.extract_answer(completion, extract_options(rules, max_length, tail_length))
+    found = _core.extract_answer(completion, extract_options(rules, max_length, tail_length, think))
     return None if found is None else Extraction(tuple(found[0]), found[1])
 
 
@@ -174,7 +195,8 @@ def extract_gold(
     tail_length: int | None = None,
 ) -> Extraction | None:
     """The answer of a gold: marker rules as :func:`extract_answer`, and a
-    gold without markers is the answer itself (rule ``"bare"``).
+    gold without markers is the answer itself (rule ``"bare"``). A gold has
+    no reasoning block: its ``<think>`` tags are not looked for.
 
     Examples
     --------
@@ -276,6 +298,7 @@ def verify_detailed(
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
+    think: bool = _VERIFY_DEFAULTS.think,
 ) -> Verdict:
     """:func:`verify` with the reason and the parsed answers.
 
@@ -286,7 +309,7 @@ def verify_detailed(
     >>> verify_detailed("72", "I do not know").reason
     'no answer found'
     """
-    opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
+    opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
     return Verdict(*_core.verify(gold, pred, opts))
 
 
@@ -299,6 +322,7 @@ def verify(
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
+    think: bool = _VERIFY_DEFAULTS.think,
 ) -> bool:
     """Whether the completion ``pred`` answers ``gold``.
 
@@ -316,8 +340,9 @@ def verify(
     allow_set_relation_comp : bool
         Let a set or interval gold accept an inequality (``[-2, 7]`` vs
         ``-2 \\le x \\le 7``).
-    rules, max_length, tail_length
-        Extraction options, as for :func:`extract_answer` (applied to both).
+    rules, max_length, tail_length, think
+        Extraction options, as for :func:`extract_answer` (applied to both;
+        ``think`` to the completion only: a gold's tags are not looked for).
 
     Returns
     -------
@@ -335,6 +360,10 @@ def verify(
     True
     >>> verify("391", r"\\boxed{381} \\boxed{391}")
     False
+    >>> verify("3", r"<think>\\boxed{3}?</think> no, \\boxed{4}")
+    False
+    >>> verify("3", r"<think>so it is \\boxed{3}", think=False)
+    True
     """
     return verify_detailed(
         gold,
@@ -344,6 +373,7 @@ def verify(
         rules=rules,
         max_length=max_length,
         tail_length=tail_length,
+        think=think,
     ).matched
 
 
@@ -356,6 +386,7 @@ def verify_batch(
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
+    think: bool = _VERIFY_DEFAULTS.think,
 ) -> npt.NDArray[np.float32]:
     """:func:`verify` of many pairs in Rust, across threads, GIL released.
 
@@ -365,7 +396,7 @@ def verify_batch(
         One gold for every prediction, or one each (None: no gold, 0.0).
     preds : sequence of str
         The completions.
-    rel_tol, allow_set_relation_comp, rules, max_length, tail_length
+    rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think
         As for :func:`verify`.
 
     Returns
@@ -382,5 +413,5 @@ def verify_batch(
     texts = as_list("preds", preds)
     if not (golds is None or isinstance(golds, str)):
         golds = as_list("golds", golds)
-    opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length)
+    opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
     return _core.verify_batch(golds, texts, opts)

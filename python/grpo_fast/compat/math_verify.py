@@ -30,6 +30,9 @@ disagree on math-verify's own test suite. What maps and what does not:
   item is decided within a fixed work budget instead), ``raise_on_error``
   (nothing raises for a str), ``strict=False`` (variables are never renamed
   freely: ``f(x)`` and ``f(y)`` stay different).
+- One keyword of grpo-fast's own: ``parse(..., think=False)`` also reads the
+  reasoning (by default only the text after the last ``</think>`` counts, and
+  a ``<think>`` never closed has no answer; see :func:`grpo_fast.extract_answer`).
 """
 
 from __future__ import annotations
@@ -93,6 +96,8 @@ class Parsed:
         The extraction rule that found it.
     rules : tuple of str or None
         The extraction rules the configs mapped to (None: the defaults).
+    think : bool
+        Whether only the text after the reasoning counted (``parse(think=...)``).
     canonical : str
         The parsed value, written canonically (``str()`` gives it, as
         ``str()`` of math-verify's sympy expression does).
@@ -106,6 +111,7 @@ class Parsed:
     rules: tuple[str, ...] | None = None
     canonical: str = ""
     kind: str = ""
+    think: bool = True
 
     def __str__(self) -> str:
         return self.canonical or self.answer
@@ -145,8 +151,11 @@ def parse(
     extraction_mode: str = "any_match",
     parsing_timeout: int | None = 5,
     raise_on_error: bool = False,
+    *,
+    think: bool = True,
 ) -> list[Any]:
-    """Find the answer in a text, with math-verify's signature.
+    """Find the answer in a text, with math-verify's signature (plus ``think``,
+    as for :func:`grpo_fast.extract_answer`).
 
     Returns
     -------
@@ -163,6 +172,8 @@ def parse(
     []
     >>> parse("no answer here, sorry")
     []
+    >>> parse(r"<think>\\boxed{3}"), parse(r"<think>\\boxed{3}", think=False)[1]
+    ([], '3')
     """
     if not isinstance(pred, str):
         raise InvalidInputError(f"pred must be a str, not {type(pred).__name__}")
@@ -175,35 +186,36 @@ def parse(
             f"extraction_mode must be 'first_match' or 'any_match', not {extraction_mode!r}"
         )
     rules = _rules(extraction_config)
-    found = extract_answer(pred, rules=rules)
+    found = extract_answer(pred, rules=rules, think=think)
     if found is None:
         return []
     value = parse_value(found.answer)
     if value is None:
         return []
     return [
-        Parsed(pred, found.answer, found.rule, rules, value.canonical, value.kind),
+        Parsed(pred, found.answer, found.rule, rules, value.canonical, value.kind, think),
         found.answer,
     ]
 
 
-def _items(side: Any, name: str) -> list[tuple[str, tuple[str, ...] | None]]:
-    """(text, rules) pairs of one side of verify: Parsed, str, or a list of them."""
+def _items(side: Any, name: str) -> list[Parsed]:
+    """One side of verify (Parsed, str, or a list of them) as Parsed; a str
+    has the default options."""
     if isinstance(side, Parsed):
-        return [(side.text, side.rules)]
+        return [side]
     if isinstance(side, str):
-        return [(side, None)]
+        return [Parsed(side, side, "")]
     if isinstance(side, (list, tuple)):
         parsed = [x for x in side if isinstance(x, Parsed)]
         if parsed:  # parse()'s own list: the str after the Parsed is the same answer
-            return [(p.text, p.rules) for p in parsed]
+            return parsed
         out = []
         for x in side:
             if not isinstance(x, str):
                 raise InvalidInputError(
                     f"{name} holds a {type(x).__name__}; expected parse() results or str"
                 )
-            out.append((x, None))
+            out.append(Parsed(x, x, ""))
         return out
     raise InvalidInputError(
         f"{name} is {type(side).__name__}; expected what parse() returns, or a str"
@@ -241,15 +253,15 @@ def verify(
     golds = _items(gold, "gold")
     targets = _items(target, "target")
     rel_tol = 10.0**-float_rounding
-    for g_text, g_rules in golds:
-        for t_text, t_rules in targets:
-            rules = t_rules if t_rules is not None else g_rules
+    for g in golds:
+        for t in targets:
             verdict = verify_detailed(
-                g_text,
-                t_text,
+                g.text,
+                t.text,
                 rel_tol=rel_tol,
                 allow_set_relation_comp=bool(allow_set_relation_comp),
-                rules=rules,
+                rules=t.rules if t.rules is not None else g.rules,
+                think=t.think,
             )
             if verdict.matched:
                 return True

@@ -190,13 +190,15 @@ class AccuracyReward(TrlReward):
         *,
         rel_tol: float = 1e-6,
         rules: Sequence[str] | None = TRL_ANSWER_RULES,
+        think: bool = True,
         name: str = "accuracy_reward",
         gold_column: str = "solution",
         log_answers: bool = False,
     ) -> None:
-        spec = _rewards.MathReward(rel_tol=rel_tol, rules=rules)
+        spec = _rewards.MathReward(rel_tol=rel_tol, rules=rules, think=think)
         super().__init__([spec], name=name, gold_column=gold_column)
         self.rules = None if rules is None else tuple(rules)
+        self.think = think
         self.log_answers = log_answers
 
     def _log(self, log_extra: Callable[[str, list[Any]], None] | None, texts: Any, kw: Any) -> None:
@@ -204,7 +206,10 @@ class AccuracyReward(TrlReward):
             return
         log_extra("solution", list(kw[self.gold_column]))
         if self.log_answers:
-            found = [extract_answer(t, rules=self.rules) for t in completion_texts(texts)]
+            found = [
+                extract_answer(t, rules=self.rules, think=self.think)
+                for t in completion_texts(texts)
+            ]
             log_extra("answer_parsed", ["[unparseable]" if f is None else f.answer for f in found])
 
     def __call__(
@@ -263,6 +268,7 @@ def get_accuracy_reward(
     *,
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = TRL_ANSWER_RULES,
+    think: bool = True,
     name: str = "accuracy_reward",
     gold_column: str = "solution",
     log_answers: bool = False,
@@ -280,6 +286,10 @@ def get_accuracy_reward(
         accepts only anchored answers, as TRL's ``accuracy_reward``; ``None``
         is grpo-fast's full default list (GSM8K ``####``, ``<answer>``, the last
         value near the end, ...).
+    think : bool
+        Only the text after the last ``</think>`` counts, and a completion
+        that opens ``<think>`` without closing it has no answer (default True;
+        TRL's ``accuracy_reward`` reads the whole text, as ``think=False``).
     name : str
         The name TRL logs the reward under (``rewards/<name>/mean``).
     gold_column : str
@@ -295,7 +305,12 @@ def get_accuracy_reward(
     [1.0, 0.0]
     """
     return AccuracyReward(
-        rel_tol=rel_tol, rules=rules, name=name, gold_column=gold_column, log_answers=log_answers
+        rel_tol=rel_tol,
+        rules=rules,
+        think=think,
+        name=name,
+        gold_column=gold_column,
+        log_answers=log_answers,
     )
 
 

@@ -4,8 +4,9 @@ Advantage estimators
 --------------------
 ``compute_grpo_outcome_advantage``, ``compute_grpo_vectorized_outcome_advantage``,
 ``compute_rloo_outcome_advantage``, ``compute_rloo_vectorized_outcome_advantage``,
-``compute_reinforce_plus_plus_baseline_outcome_advantage`` and
-``compute_grpo_passk_outcome_advantage`` take verl's arguments
+``compute_reinforce_plus_plus_baseline_outcome_advantage``,
+``compute_grpo_passk_outcome_advantage``, ``compute_remax_outcome_advantage``,
+``compute_opo_outcome_advantage`` and ``compute_gpg_outcome_advantage`` take verl's arguments
 (``token_level_rewards [bs, T]``, ``response_mask [bs, T]``, ``index`` — verl's
 uuid strings as a numpy object array — ``epsilon``, ``config``) and return
 verl's ``(advantages, returns)`` pair of ``[bs, T]`` tensors, with verl's
@@ -22,6 +23,15 @@ conventions (see ``verl/trainer/ppo/core_algos.py``):
   ``rsqrt(var + 1e-8)``).
 - ``grpo_passk``: every group needs two responses (ValueError otherwise);
   ``norm_adv_by_std_in_grpo`` is read from ``config``.
+- ``remax``: ``score - reward_baselines`` (the greedy response's score),
+  spread over the tokens as verl's per-token returns (the reversed cumulative
+  sum of the token rewards) minus the baseline; ``returns`` are those returns.
+- ``opo``: ``score - sum_g(len * score) / sum_g(len)``, ``len`` the response
+  length; a singleton keeps its raw score.
+- ``gpg``: ``(score - mean_g) * alpha / f_norm`` with verl's ``alpha = bs /
+  (number of non-zero scores)``; a singleton gets ``alpha * score / f_norm``.
+  grpo-fast's own ``gpg`` uses the paper's ``alpha = B / (B - M)`` (``M``
+  rollouts in groups without signal) instead.
 
 The group statistics come from grpo-fast's Rust core (:func:`grpo_fast.compute_advantages`);
 this module only adapts conventions and spreads the result over the tokens.
@@ -36,16 +46,23 @@ every such entry point in ``import verl``, so in the driver that runs
 ``compute_advantage`` and in every Ray worker) imports this module, which
 registers the estimators in verl's registry as ``grpo_fast_grpo``,
 ``grpo_fast_grpo_vectorized``, ``grpo_fast_rloo``, ``grpo_fast_rloo_vectorized``,
-``grpo_fast_reinforce_plus_plus_baseline`` and ``grpo_fast_grpo_passk``
+``grpo_fast_reinforce_plus_plus_baseline``, ``grpo_fast_grpo_passk``,
+``grpo_fast_remax``, ``grpo_fast_opo`` and ``grpo_fast_gpg``
 (``algorithm.adv_estimator=grpo_fast_grpo``), and the reward manager
 :data:`GrpoFastRewardManager` in verl's reward-loop registry as ``grpo_fast``
-(``reward.reward_manager.name=grpo_fast``). Without the installed entry point,
+(``reward.reward_manager.name=grpo_fast``), and the policy losses of
+:mod:`grpo_fast.integrations.verl_loss` in verl's policy-loss registry as
+``grpo_fast_vanilla`` and ``grpo_fast_gspo``
+(``actor_rollout_ref.actor.policy_loss.loss_mode=grpo_fast_vanilla``).
+Without the installed entry point,
 ``VERL_USE_EXTERNAL_MODULES=grpo_fast.integrations.verl`` does the same.
 verl's trainer hands a registered estimator only ``token_level_rewards``,
 ``response_mask``, ``index`` and ``config``: ``grpo_fast_grpo`` reads
 ``norm_adv_by_std_in_grpo`` from ``config`` (as verl's trainer does for
 ``grpo``), ``grpo_fast_grpo_vectorized`` does not (verl's ``grpo_vectorized``
-always divides by the std under the trainer).
+always divides by the std under the trainer). verl's trainer generates the
+greedy responses ReMax needs (``reward_baselines``) only when
+``adv_estimator=remax``: ``grpo_fast_remax`` says so when they are missing.
 
 Reward functions
 ----------------
@@ -73,6 +90,7 @@ import numpy as np
 
 from grpo_fast.advantages import broadcast_to_tokens, compute_advantages
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.integrations.verl_loss import register_verl_policy_losses
 from grpo_fast.verify import extract_answer, verify_batch
 
 __all__ = [
@@ -83,14 +101,18 @@ __all__ = [
     "GrpoFastRewardManager",
     "compute_grpo_outcome_advantage",
     "compute_grpo_passk_outcome_advantage",
+    "compute_gpg_outcome_advantage",
     "compute_grpo_vectorized_outcome_advantage",
+    "compute_opo_outcome_advantage",
     "compute_reinforce_plus_plus_baseline_outcome_advantage",
+    "compute_remax_outcome_advantage",
     "compute_rloo_outcome_advantage",
     "compute_rloo_vectorized_outcome_advantage",
     "compute_score",
     "compute_score_batch",
     "convention",
     "register_verl_estimators",
+    "register_verl_policy_losses",
     "register_verl_reward_manager",
     "score_items",
 ]
@@ -125,14 +147,14 @@ def _spread(adv: np.ndarray, scores: Any, response_mask: Any) -> tuple[Any, Any]
 
 
 def _group_centred(
-    scores: Any, index: Any, *, scale: str, epsilon: float, estimator: str = "grpo"
+    scores: Any, index: Any, *, scale: str, epsilon: float, estimator: str = "grpo", **inputs: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Core advantages, the scores as float64 numpy, and each response's group size."""
     import torch
 
     s = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
     s = s.cpu().numpy()
-    out = compute_advantages(s, index, estimator=estimator, scale=scale, eps=epsilon)
+    out = compute_advantages(s, index, estimator=estimator, scale=scale, eps=epsilon, **inputs)
     size = out.size[out.group_index]
     return out.advantages.astype(np.float64), s.astype(np.float64), size
 
@@ -292,6 +314,102 @@ def compute_grpo_passk_outcome_advantage(
     return _spread(adv, scores, response_mask)
 
 
+def compute_remax_outcome_advantage(
+    token_level_rewards: Any,
+    reward_baselines: Any = None,
+    response_mask: Any = None,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """ReMax, as verl's ``compute_remax_outcome_advantage``.
+
+    ``score - reward_baselines`` (the greedy response's score, one per
+    response), from grpo-fast's ``remax``; on the tokens, verl's per-token
+    returns (reversed cumulative sum of the token rewards, the score itself on
+    every token up to an outcome reward) minus the baseline. Returns
+    ``(advantages, returns)``.
+    """
+    import torch
+
+    if response_mask is None:
+        raise InvalidInputError("remax needs response_mask")
+    scores = _scores(token_level_rewards, response_mask)
+    if reward_baselines is None:
+        raise InvalidInputError(
+            "remax needs reward_baselines, the score of each prompt's greedy response (verl's "
+            "trainer generates them only with algorithm.adv_estimator=remax)"
+        )
+    b = torch.as_tensor(reward_baselines).detach().reshape(-1).cpu().double().numpy()
+    if len(b) != scores.shape[0]:
+        raise InvalidInputError(
+            f"reward_baselines has {len(b)} entries but there are {scores.shape[0]} responses"
+        )
+    index = np.arange(scores.shape[0])  # the baseline is per response: no groups needed
+    adv, _, _ = _group_centred(
+        scores, index, scale="none", epsilon=0.0, estimator="remax", baselines=b
+    )
+    mask = response_mask.to(scores.dtype)
+    with torch.no_grad():
+        returns = (token_level_rewards.detach() * mask).flip(-1).cumsum(-1).flip(-1)
+    # returns - b = (score - b) + (returns - score): the core's advantage, plus what the
+    # per-token returns add beyond the outcome score (0 when the reward is an outcome).
+    a = torch.from_numpy(adv).to(device=scores.device, dtype=scores.dtype)
+    out = (a.unsqueeze(-1) + returns - scores.unsqueeze(-1)) * mask
+    return out, returns
+
+
+def compute_opo_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """OPO, as verl's ``compute_opo_outcome_advantage``.
+
+    ``score - sum_g(len * score) / sum_g(len)`` with ``len`` the number of
+    response tokens (grpo-fast's ``opo``); a singleton keeps its raw score, as
+    verl's does.
+    """
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    lengths = response_mask.detach().sum(-1).cpu().double().numpy()
+    adv, s, size = _group_centred(
+        scores, index, scale="none", epsilon=epsilon, estimator="opo", lengths=lengths
+    )
+    single = (size == 1) & ~np.isnan(s)
+    adv[single] = s[single]
+    return _spread(adv, scores, response_mask)
+
+
+def compute_gpg_outcome_advantage(
+    token_level_rewards: Any,
+    response_mask: Any,
+    index: Any,
+    epsilon: float = 1e-6,
+    f_norm: float = 1.0,
+    alpha: float = 1.0,
+    config: Any = None,
+    **kwargs: Any,
+) -> tuple[Any, Any]:
+    """GPG, as verl's ``compute_gpg_outcome_advantage``.
+
+    ``(score - mean_g) * alpha / f_norm`` with verl's ``alpha = bs / (number of
+    non-zero scores)`` (the ``alpha`` argument is ignored, as verl ignores it);
+    a singleton gets ``alpha * score / f_norm``. The centring is grpo-fast's;
+    its own ``gpg`` estimator scales by the paper's ``B / (B - M)`` instead.
+    """
+    scores = _scores(token_level_rewards, response_mask)
+    _check_index(index, scores.shape[0])
+    adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon)
+    single = (size == 1) & ~np.isnan(s)
+    adv[single] = s[single]
+    scorable = ~np.isnan(s)
+    alpha = scorable.sum() / max(int(np.count_nonzero(s[scorable])), 1)
+    return _spread(adv * (alpha / f_norm), scores, response_mask)
+
+
 def _golds(ground_truths: Sequence[Any]) -> tuple[list[str | None], list[int]]:
     """Flatten golds to str (a list of acceptable answers counts as several), with owners."""
     flat: list[str | None] = []
@@ -432,13 +550,14 @@ def _as_score(result: Any) -> float:
 
 
 def _matched(
-    golds: list[Any], preds: list[str], rules: Sequence[str] | None, rel_tol: float
+    golds: list[Any], preds: list[str], rules: Sequence[str] | None, rel_tol: float, think: bool
 ) -> np.ndarray:
     """1.0 / 0.0 per item (any of a list of acceptable golds), one Rust call."""
     flat, owner = _golds(golds)
+    opts = {"rel_tol": rel_tol, "rules": rules, "think": think}
     if len(flat) == len(preds):
-        return verify_batch(flat, preds, rel_tol=rel_tol, rules=rules).astype(np.float64)
-    hits = verify_batch(flat, [preds[i] for i in owner], rel_tol=rel_tol, rules=rules)
+        return verify_batch(flat, preds, **opts).astype(np.float64)
+    hits = verify_batch(flat, [preds[i] for i in owner], **opts)
     best = np.zeros(len(preds), dtype=np.float64)
     np.maximum.at(best, np.asarray(owner, dtype=np.int64), hits)
     return best
@@ -453,13 +572,15 @@ def score_items(
     judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
+    think: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, list[Any]]:
     """Score a batch under verl's conventions: ``(scores, correct, delegated)``.
 
     One :func:`grpo_fast.verify_batch` call per distinct convention in the
     batch (one for a single-source batch). ``delegated[i]`` is verl's own
     result for a source only verl scores (None elsewhere). ``rules`` replaces
-    every source's extraction rules.
+    every source's extraction rules; ``think=False`` also reads the reasoning
+    (see :func:`grpo_fast.extract_answer`).
     """
     preds = list(solution_strs)
     golds = list(ground_truths)
@@ -501,7 +622,7 @@ def score_items(
         texts = [preds[i] for i in items]
         if conv.clip is not None:
             texts = [t[-conv.clip :] for t in texts]
-        hit = _matched([golds[i] for i in items], texts, use, rel_tol) > 0
+        hit = _matched([golds[i] for i in items], texts, use, rel_tol, think) > 0
         idx = np.asarray(items, dtype=np.int64)
         correct[idx] = hit
         scores[idx] = np.where(hit, 1.0, conv.wrong)
@@ -517,6 +638,7 @@ def compute_score_batch(
     judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
+    think: bool = True,
     **kwargs: Any,
 ) -> list[float]:
     """One score per response, with verl's conventions per ``data_source``.
@@ -529,8 +651,9 @@ def compute_score_batch(
     answer scores as wrong, since verl would spread a NaN into the
     advantages; a list of acceptable answers scores 1.0 when any matches.
     ``judge="grpo_fast"`` accepts any answer form grpo-fast extracts;
-    ``judge``, ``rel_tol`` and ``rules`` (extraction rules for every source)
-    can be set through verl's ``custom_reward_function.reward_kwargs``.
+    ``judge``, ``rel_tol``, ``rules`` (extraction rules for every source) and
+    ``think`` (False: the reasoning before ``</think>`` is read too) can be
+    set through verl's ``custom_reward_function.reward_kwargs``.
 
     Examples
     --------
@@ -553,6 +676,7 @@ def compute_score_batch(
         judge=judge,
         rel_tol=rel_tol,
         rules=rules,
+        think=think,
     )
     return [float(x) for x in scores.tolist()]
 
@@ -570,6 +694,7 @@ def compute_score(
     judge: str = "verl",
     rel_tol: float = 1e-6,
     rules: Sequence[str] | None = None,
+    think: bool = True,
     **kwargs: Any,
 ) -> Any:
     """verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)``.
@@ -596,6 +721,7 @@ def compute_score(
             judge=judge,
             rel_tol=rel_tol,
             rules=rules,
+            think=think,
         )
     if not isinstance(solution_str, str):
         raise InvalidInputError(f"solution_str must be a str, not {type(solution_str).__name__}")
@@ -607,6 +733,7 @@ def compute_score(
         judge=judge,
         rel_tol=rel_tol,
         rules=rules,
+        think=think,
     )
     if delegated[0] is not None:
         return delegated[0]
@@ -614,7 +741,7 @@ def compute_score(
     if conv.returns_dict:
         use = rules if rules is not None else conv.rules
         text = solution_str if conv.clip is None else solution_str[-conv.clip :]
-        found = extract_answer(text, rules=use)
+        found = extract_answer(text, rules=use, think=think)
         pred = found.answer if found is not None else "[INVALID]"
         return {"score": float(scores[0]), "acc": bool(correct[0]), "pred": pred}
     return float(scores[0])
@@ -667,6 +794,9 @@ REGISTERED_NAMES = {
     "grpo_fast_rloo_vectorized": compute_rloo_vectorized_outcome_advantage,
     "grpo_fast_reinforce_plus_plus_baseline": _rfpp,
     "grpo_fast_grpo_passk": compute_grpo_passk_outcome_advantage,
+    "grpo_fast_remax": compute_remax_outcome_advantage,
+    "grpo_fast_opo": compute_opo_outcome_advantage,
+    "grpo_fast_gpg": compute_gpg_outcome_advantage,
 }
 
 
@@ -719,11 +849,11 @@ def _reward_options(compute_score: Any) -> dict[str, Any]:
             and raw.__code__.co_filename.endswith(("integrations/verl.py", "integrations\\verl.py"))
         ):
             options = dict(extra)
-            unknown = sorted(set(options) - {"judge", "rel_tol", "rules"})
+            unknown = sorted(set(options) - {"judge", "rel_tol", "rules", "think"})
             if unknown:
                 raise InvalidInputError(
                     f"reward_kwargs {unknown} are not options of the grpo_fast reward manager "
-                    "(judge, rel_tol, rules)"
+                    "(judge, rel_tol, rules, think)"
                 )
             if "judge" in options:
                 convention(None, options["judge"])  # validates
@@ -876,7 +1006,11 @@ def _register_all() -> None:
     plugin's errors (logged at DEBUG), so failures are logged here as warnings."""
     import logging
 
-    for register in (register_verl_estimators, register_verl_reward_manager):
+    for register in (
+        register_verl_estimators,
+        register_verl_reward_manager,
+        register_verl_policy_losses,
+    ):
         try:
             register()
         except Exception as exc:  # pragma: no cover - depends on the installed verl

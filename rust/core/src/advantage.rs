@@ -57,6 +57,21 @@ pub enum Estimator {
     /// Only the best rollout of a group gets `max - second max` (pass@k
     /// training, as verl's `grpo_passk`).
     GrpoPassk,
+    /// `r - b`, `b` the reward of the prompt's greedy completion (ReMax);
+    /// in `crate::baseline`, like the two below.
+    Remax,
+    /// `r - sum_g(l r) / sum_g(l)`, `l` the completion lengths (OPO).
+    Opo,
+    /// `(r - mean_g)` scaled up by the share of rollouts with signal (GPG).
+    Gpg,
+}
+
+impl Estimator {
+    /// Computed by [`crate::baseline::compute`]: the baseline is not the
+    /// group's moments alone (given baselines, lengths, a batch-wide count).
+    pub fn is_baselined(self) -> bool {
+        matches!(self, Estimator::Remax | Estimator::Opo | Estimator::Gpg)
+    }
 }
 
 /// What the centred reward of `grpo` / `grpo_passk` is divided by.
@@ -329,6 +344,12 @@ fn compute_with<R: Reward>(
 }
 
 fn validate<R: Reward>(rewards: &[R], groups: &Groups, params: &Params) -> Result<()> {
+    if params.estimator.is_baselined() {
+        return Err(CoreError::InvalidParameter(format!(
+            "estimator '{}' is computed by baseline::compute",
+            <&str>::from(params.estimator)
+        )));
+    }
     if rewards.len() != groups.len() {
         return Err(CoreError::LengthMismatch {
             left: "rewards",

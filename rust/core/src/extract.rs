@@ -576,12 +576,23 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// Unit words that may end a bare answer after its value (the math parser
+/// reads any trailing word as decoration; extraction needs to know that this
+/// one is not prose).
+const UNIT_WORDS: [&str; 40] = [
+    "cm", "mm", "km", "kg", "mg", "ml", "hr", "hrs", "ft", "lb", "lbs", "oz", "mi", "yd", "mph",
+    "kmh", "min", "sec", "units", "unit", "meters", "metres", "meter", "inches", "inch", "feet",
+    "miles", "cents", "dollars", "degrees", "seconds", "minutes", "hours", "days", "weeks",
+    "months", "years", "grams", "liters", "litres",
+];
+
 /// Whether a short text is an answer rather than prose: one line, non-empty,
 /// and no words but LaTeX commands and `\text{…}` contents, unless the text
 /// is one word (`yes`, `x^2+2x+1`, `\frac{0}{1}`, `\text{odd}`, `1 000`).
 fn looks_like_an_answer(t: &str) -> bool {
     let b = t.as_bytes();
-    if b.is_empty() || b.contains(&b'\n') {
+    // Reasoning tags (left in the text by `think: false`) are not part of an answer.
+    if b.is_empty() || b.contains(&b'\n') || memmem::find(b, b"think>").is_some() {
         return false;
     }
     let mut words = 0;
@@ -619,7 +630,11 @@ fn looks_like_an_answer(t: &str) -> bool {
                 c.is_none_or(|c| c.is_ascii_whitespace() || b".,;:!?\"'".contains(c))
             };
             let word = apart(start.checked_sub(1).and_then(|k| b.get(k))) && apart(b.get(i));
-            if len >= 2 && word {
+            // A unit after a value (`2\pi cm`, `12 meters.`) is decoration.
+            let unit = start > 0
+                && t[i..].trim_end_matches(['.', '!']).is_empty()
+                && UNIT_WORDS.contains(&t[start..i].to_ascii_lowercase().as_str());
+            if len >= 2 && word && !unit {
                 // A word is an answer only alone (`yes`, `odd.`).
                 words += 1;
                 let rest = t[..start].len() + t[i..].trim_end_matches(['.', '!']).len();
@@ -1125,9 +1140,12 @@ fn number_at(text: &str, i: usize) -> (usize, usize) {
             }
         }
     }
-    // Thousands groups: a comma followed by exactly three digits.
-    while bytes.get(j) == Some(&b',') && digits_end(bytes, j + 1) == j + 4 {
-        j += 4;
+    // Digit groups joined by commas are read whole and the parser decides
+    // what they are: thousands (`1,250`), a decimal comma (`2,74`) or a list
+    // (`1,2,3`, which never answers a single-valued gold, unlike its last
+    // number alone).
+    while bytes.get(j) == Some(&b',') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
+        j = digits_end(bytes, j + 1);
     }
     if bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit) {
         j = digits_end(bytes, j + 1);
@@ -1297,7 +1315,15 @@ mod tests {
         assert_eq!(one("so -1,234.5 m"), ("-1,234.5", Rule::LastNumber));
         assert_eq!(one("about 3/4 of it"), ("3/4", Rule::LastNumber));
         assert_eq!(one("that is 12%."), ("12%", Rule::LastNumber));
-        assert_eq!(one("pick 2, 1,23"), ("23", Rule::LastNumber));
+        // Digit groups joined by commas are one value for the parser: a
+        // decimal comma (`1,23`), or a list, never its last number alone.
+        assert_eq!(one("pick 2, 1,23"), ("1,23", Rule::LastNumber));
+        assert_eq!(one("we get 1,2,3"), ("1,2,3", Rule::LastNumber));
+        assert_eq!(one("the point is (3,4)."), ("3,4", Rule::LastNumber));
+        assert_eq!(
+            one("it costs 1,250.50 dollars"),
+            ("1,250.50", Rule::LastNumber)
+        );
         assert_eq!(one("\\[ x^2 \\] ok"), ("\\[ x^2 \\]", Rule::MathSpan));
         assert_eq!(one("I choose (C) here"), ("C", Rule::Choice));
         assert_eq!(one("so it must be B."), ("B", Rule::Choice));
@@ -1487,6 +1513,19 @@ mod tests {
     }
 
     #[test]
+    fn a_value_with_its_unit_is_a_bare_answer() {
+        // docs/verify_semantics.md: trailing units are decoration, after a
+        // value or a constant expression (`2\pi \text{ cm}` = `2\pi`).
+        assert_eq!(one("2\\pi cm"), ("2\\pi cm", Rule::Bare));
+        assert_eq!(one("12 meters."), ("12 meters.", Rule::Bare));
+        assert_eq!(one("3\\sqrt2 inches"), ("3\\sqrt2 inches", Rule::Bare));
+        // Prose is not: a word that is no unit, or a unit before more words.
+        assert_eq!(one("2\\pi apples"), ("2", Rule::LastNumber));
+        assert_eq!(one("5 dollars and 3 cents"), ("3", Rule::LastNumber));
+        assert_eq!(ans("cm"), Some((vec!["cm"], Rule::Bare)));
+    }
+
+    #[test]
     fn a_bold_completion_is_its_answer() {
         assert_eq!(one("**42**"), ("42", Rule::Bare));
         assert_eq!(one(" **$42$** "), ("$42$", Rule::Bare));
@@ -1525,6 +1564,9 @@ mod tests {
         assert_eq!(e.parts, vec!["3"]);
         let e = extract_answer("<think>\\boxed{3}</think> and \\boxed{3}", &off).expect("found");
         assert_eq!(e.parts, vec!["3", "3"]);
+        // The tags are not an answer: the choice after them is.
+        let e = extract_answer("<think>hmm</think> (C)", &off).expect("found");
+        assert_eq!((e.parts, e.rule), (vec!["C"], Rule::Choice));
     }
 
     #[test]

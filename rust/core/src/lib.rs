@@ -5,6 +5,7 @@
 //! plain Rust.
 
 pub mod advantage;
+pub mod baseline;
 pub mod error;
 pub mod extract;
 pub mod group;

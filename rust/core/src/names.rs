@@ -29,7 +29,15 @@ mod tests {
     fn names_are_the_documented_ones() {
         assert_eq!(
             Estimator::VARIANTS,
-            ["grpo", "rloo", "reinforce_pp_baseline", "grpo_passk"]
+            [
+                "grpo",
+                "rloo",
+                "reinforce_pp_baseline",
+                "grpo_passk",
+                "remax",
+                "opo",
+                "gpg"
+            ]
         );
         assert_eq!(Scale::VARIANTS, ["group", "batch", "none"]);
         assert_eq!(

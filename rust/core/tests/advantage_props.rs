@@ -243,6 +243,7 @@ fn reference(rewards: &[f64], ids: &[i64], p: &Params) -> Reference {
                     ((x - mean) / (batch_std + p.eps), 1.0 / (batch_std + p.eps))
                 }
                 Estimator::GrpoPassk => (0.0, 0.0),
+                _ => unreachable!("crate::baseline's estimators are tested in baseline.rs"),
             };
             r.adv[i] = a;
             r.mul[i] = mul;

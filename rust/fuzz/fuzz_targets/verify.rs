@@ -1,6 +1,8 @@
 //! Any bytes, split at the first NUL into a gold and a completion: extraction,
 //! parsing and comparison must return (no panic, no hang, no huge allocation)
-//! and keep their invariants.
+//! and keep their invariants. `make fuzz` starts it from the seeds of
+//! `scripts/fuzz_seeds.py` (conformance pairs and hostile shapes up to the
+//! 256 KiB limit) and lets inputs be that long.
 #![no_main]
 
 use grpo_fast_core::extract::{extract_answer, extract_gold, ExtractOptions};
@@ -32,6 +34,13 @@ fuzz_target!(|data: &[u8]| {
     let opts = VerifyOptions::default();
     let v = verify(gold, pred, &opts);
     assert_eq!(v.matched, v.reason == "match");
+    // With the reasoning read too (`think: false`), where there is any.
+    if pred.contains("think>") {
+        let mut whole = VerifyOptions::default();
+        whole.extract.think = false;
+        let w = verify(gold, pred, &whole);
+        assert_eq!(w.matched, w.reason == "match");
+    }
     // The canonical rendering of a parsed gold goes through the verifier
     // again (must return, like any text).
     if let Some(g) = v.gold {

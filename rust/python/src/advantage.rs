@@ -3,6 +3,7 @@
 use std::mem::MaybeUninit;
 
 use grpo_fast_core::advantage::{self, GroupStats, Params, Reward};
+use grpo_fast_core::baseline::{self, Inputs};
 use grpo_fast_core::group::{self, Groups};
 use grpo_fast_core::{names, CoreError};
 use numpy::{
@@ -148,6 +149,39 @@ fn compute<'py, R: Reward + numpy::Element>(
         })?
     };
     Ok((adv, keep, stats, frac))
+}
+
+fn contiguous<'a>(a: &'a PyReadonlyArray1<'_, f64>) -> PyResult<&'a [f64]> {
+    a.as_slice()
+        .map_err(|_| invalid("baselines and lengths must be contiguous"))
+}
+
+/// The estimators of `baseline` (ReMax's baselines, OPO's lengths, GPG).
+#[allow(clippy::type_complexity)]
+fn with_inputs<'py, R: Reward + numpy::Element>(
+    py: Python<'py>,
+    rewards: PyReadonlyArray1<'py, R>,
+    groups: &Groups,
+    params: &Params,
+    inputs: Inputs<'_>,
+) -> PyResult<(
+    Bound<'py, PyArray1<f32>>,
+    Bound<'py, PyArray1<bool>>,
+    GroupStats,
+    f64,
+)> {
+    let slice = rewards
+        .as_slice()
+        .map_err(|_| invalid("rewards must be contiguous"))?;
+    let out = run_sized(py, slice.len(), || {
+        baseline::compute(slice, groups, params, inputs)
+    })?;
+    Ok((
+        out.advantages.into_pyarray(py),
+        out.keep.into_pyarray(py),
+        out.stats,
+        out.frac_zero_std,
+    ))
 }
 
 /// A per-rollout or per-group array, converted to numpy on first access:
@@ -395,7 +429,10 @@ fn name_arg<T: std::str::FromStr + strum::VariantNames>(
 /// Advantages and group statistics; the façade `grpo_fast.compute_advantages`
 /// documents the arguments.
 #[pyfunction]
-#[pyo3(signature = (rewards, group_ids, estimator, scale, eps, unbiased, success_threshold))]
+#[pyo3(signature = (
+    rewards, group_ids, estimator, scale, eps, unbiased, success_threshold,
+    baselines=None, lengths=None,
+))]
 #[allow(clippy::too_many_arguments)]
 pub fn compute_advantages<'py>(
     py: Python<'py>,
@@ -406,6 +443,8 @@ pub fn compute_advantages<'py>(
     eps: f64,
     unbiased: bool,
     success_threshold: f64,
+    baselines: Option<PyReadonlyArray1<'py, f64>>,
+    lengths: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<AdvantageResult> {
     let params = Params {
         estimator: name_arg("estimator", estimator)?,
@@ -416,7 +455,21 @@ pub fn compute_advantages<'py>(
     };
     let groups = groups_of(py, group_ids)?;
     let (adv, keep, stats, frac_zero_std) =
-        if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
+        if params.estimator.is_baselined() || baselines.is_some() || lengths.is_some() {
+            let inputs = Inputs {
+                baselines: baselines.as_ref().map(contiguous).transpose()?,
+                lengths: lengths.as_ref().map(contiguous).transpose()?,
+            };
+            if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
+                with_inputs(py, r, &groups, &params, inputs)?
+            } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f64>>() {
+                with_inputs(py, r, &groups, &params, inputs)?
+            } else {
+                return Err(to_pyerr(CoreError::InvalidParameter(
+                    "rewards must be a 1-D float32 or float64 array".into(),
+                )));
+            }
+        } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
             compute(py, r, &groups, &params)?
         } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f64>>() {
             compute(py, r, &groups, &params)?

@@ -69,18 +69,54 @@ fn rules_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<Rule>>> {
     Ok(Some(rules))
 }
 
+/// A bool option: `True` / `False` (numpy's too); a truthy `"no"` or `0.5`
+/// is a mistake, not a yes.
+fn flag(name: &str, value: Option<&Bound<'_, PyAny>>, default: bool) -> PyResult<bool> {
+    let Some(v) = value else {
+        return Ok(default);
+    };
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(b.is_true());
+    }
+    let t = v.get_type();
+    let numpy_bool = t
+        .module()
+        .is_ok_and(|m| m.to_cow().is_ok_and(|m| m == "numpy"))
+        && t.name()
+            .is_ok_and(|n| n.to_cow().is_ok_and(|n| n == "bool" || n == "bool_"));
+    if numpy_bool {
+        return v.is_truthy();
+    }
+    Err(invalid(format!(
+        "{name} must be True or False, not {}",
+        v.repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| type_name(v))
+    )))
+}
+
 fn extract_options(
     rules: Option<&Bound<'_, PyAny>>,
     max_length: Option<&Bound<'_, PyAny>>,
     tail_length: Option<&Bound<'_, PyAny>>,
+    think: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ExtractOptions> {
     let d = ExtractOptions::default();
     Ok(ExtractOptions {
         rules: rules_of(rules)?.unwrap_or(d.rules.clone()),
         max_len: length("max_length", max_length, d.max_len)?,
         tail_len: length("tail_length", tail_length, d.tail_len)?,
+        think: flag("think", think, d.think)?,
         ..d
     })
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
 }
 
 fn rule_names(rules: &[Rule]) -> Vec<&'static str> {
@@ -97,14 +133,15 @@ pub struct PyExtractOptions {
 #[pymethods]
 impl PyExtractOptions {
     #[new]
-    #[pyo3(signature = (rules=None, max_length=None, tail_length=None))]
+    #[pyo3(signature = (rules=None, max_length=None, tail_length=None, think=None))]
     fn new(
         rules: Option<&Bound<'_, PyAny>>,
         max_length: Option<&Bound<'_, PyAny>>,
         tail_length: Option<&Bound<'_, PyAny>>,
+        think: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         Ok(Self {
-            inner: extract_options(rules, max_length, tail_length)?,
+            inner: extract_options(rules, max_length, tail_length, think)?,
         })
     }
 
@@ -123,12 +160,18 @@ impl PyExtractOptions {
         self.inner.tail_len
     }
 
+    #[getter]
+    fn think(&self) -> bool {
+        self.inner.think
+    }
+
     fn __repr__(&self) -> String {
         format!(
-            "ExtractOptions(rules={:?}, max_length={}, tail_length={})",
+            "ExtractOptions(rules={:?}, max_length={}, tail_length={}, think={})",
             self.rules(),
             self.inner.max_len,
-            self.inner.tail_len
+            self.inner.tail_len,
+            py_bool(self.inner.think)
         )
     }
 }
@@ -143,13 +186,14 @@ pub struct PyVerifyOptions {
 #[pymethods]
 impl PyVerifyOptions {
     #[new]
-    #[pyo3(signature = (rel_tol=None, allow_set_relation_comp=None, rules=None, max_length=None, tail_length=None))]
+    #[pyo3(signature = (rel_tol=None, allow_set_relation_comp=None, rules=None, max_length=None, tail_length=None, think=None))]
     fn new(
         rel_tol: Option<&Bound<'_, PyAny>>,
         allow_set_relation_comp: Option<&Bound<'_, PyAny>>,
         rules: Option<&Bound<'_, PyAny>>,
         max_length: Option<&Bound<'_, PyAny>>,
         tail_length: Option<&Bound<'_, PyAny>>,
+        think: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let d = VerifyOptions::default();
         let rel_tol = match rel_tol {
@@ -173,7 +217,7 @@ impl PyVerifyOptions {
         };
         Ok(Self {
             inner: VerifyOptions {
-                extract: extract_options(rules, max_length, tail_length)?,
+                extract: extract_options(rules, max_length, tail_length, think)?,
                 rel_tol,
                 allow_set_relation_comp,
                 ..d
@@ -206,14 +250,20 @@ impl PyVerifyOptions {
         self.inner.extract.tail_len
     }
 
+    #[getter]
+    fn think(&self) -> bool {
+        self.inner.extract.think
+    }
+
     fn __repr__(&self) -> String {
         format!(
-            "VerifyOptions(rel_tol={}, allow_set_relation_comp={}, rules={:?}, max_length={}, tail_length={})",
+            "VerifyOptions(rel_tol={}, allow_set_relation_comp={}, rules={:?}, max_length={}, tail_length={}, think={})",
             self.inner.rel_tol,
-            if self.inner.allow_set_relation_comp { "True" } else { "False" },
+            py_bool(self.inner.allow_set_relation_comp),
             self.rules(),
             self.inner.extract.max_len,
-            self.inner.extract.tail_len
+            self.inner.extract.tail_len,
+            py_bool(self.inner.extract.think)
         )
     }
 }

@@ -274,15 +274,26 @@ impl Cmp<'_> {
                 Ok(true)
             }
             (Node::Matrix(m), Node::Tuple(v)) | (Node::Tuple(v), Node::Matrix(m)) => {
-                let flat: Vec<Node> = m.iter().flatten().cloned().collect();
-                if m.len() == 1 || m.iter().all(|r| r.len() == 1) {
-                    self.ordered(&flat, v)
-                } else {
-                    Ok(false)
-                }
+                self.vector(m, v)
+            }
+            // Against a vector, `[0.5, 1]` is the list of its entries (an
+            // interval is no vector).
+            (Node::Matrix(m), Node::Interval(a, b, true, true))
+            | (Node::Interval(a, b, true, true), Node::Matrix(m)) => {
+                self.vector(m, &[(**a).clone(), (**b).clone()])
             }
             (a, b) if a.is_structure() || b.is_structure() => Ok(false),
             (a, b) => self.scalar(a, b),
+        }
+    }
+
+    /// A row or column matrix against the ordered entries of a tuple.
+    fn vector(&self, m: &[Vec<Node>], v: &[Node]) -> R<bool> {
+        if m.len() == 1 || m.iter().all(|r| r.len() == 1) {
+            let flat: Vec<Node> = m.iter().flatten().cloned().collect();
+            self.ordered(&flat, v)
+        } else {
+            Ok(false)
         }
     }
 
@@ -807,7 +818,26 @@ fn ten_to(e: i32) -> BigRational {
 /// truncated at its last digit, carries at least 4 significant digits and
 /// `x` is a value it cannot write exactly; `None` otherwise (the ordinary
 /// comparison decides).
-fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
+pub(crate) fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
+    rounds_to_real(d, e, &real_value(x_node, x)?)
+}
+
+/// The real value a decimal is checked against: exact when rational; for an
+/// irrational value, in 400-bit fixed point when it is built from roots,
+/// powers, `\pi` and `e`, otherwise in `f64`. `None` for anything else.
+pub(crate) fn real_value(x_node: &Node, x: &V) -> Option<BigRational> {
+    match x {
+        V::Q(c) if c.im.is_zero() => Some(c.re.clone()),
+        V::F(c) if c.im == 0.0 && c.re.is_finite() => match precise::fixed(x_node) {
+            Some((fx, bits)) => Some(BigRational::new(fx, BigInt::from(1) << bits)),
+            None => BigRational::from_float(c.re),
+        },
+        _ => None,
+    }
+}
+
+/// [`rounds_to`] against a value computed once by [`real_value`].
+pub(crate) fn rounds_to_real(d: &BigRational, e: i32, x: &BigRational) -> Option<bool> {
     if e.unsigned_abs() > 400 {
         return None;
     }
@@ -816,31 +846,13 @@ fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
     if digits.to_string().len() < 4 {
         return None;
     }
-    let within = |diff: &BigRational, same_side: bool| {
-        let half = &unit / BigRational::from_integer(BigInt::from(2));
-        *diff <= half || (same_side && *diff < unit)
-    };
-    match x {
-        V::Q(c) if c.im.is_zero() => {
-            let x = &c.re;
-            if (x / &unit).is_integer() {
-                return None; // a value it can write: compared exactly
-            }
-            let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
-            within(&(x - d).abs(), same_side).then_some(true)
-        }
-        V::F(c) if c.im == 0.0 && c.re.is_finite() => {
-            // An irrational value: in 400-bit fixed point when it is built
-            // from roots, powers, `\pi` and `e`, otherwise in `f64`.
-            let x = match precise::fixed(x_node) {
-                Some((fx, bits)) => BigRational::new(fx, BigInt::from(1) << bits),
-                None => BigRational::from_float(c.re)?,
-            };
-            let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
-            within(&(&x - d).abs(), same_side).then_some(true)
-        }
-        _ => None,
+    if (x / &unit).is_integer() {
+        return None; // a value it can write: compared exactly
     }
+    let half = &unit / BigRational::from_integer(BigInt::from(2));
+    let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
+    let diff = (x - d).abs();
+    (diff <= half || (same_side && diff < unit)).then_some(true)
 }
 
 /// The precision rule for a pair of constants (`None` when it does not

@@ -510,7 +510,7 @@ impl<'a> Lexer<'a> {
                 if env == "array" {
                     self.group_text(end)?; // the column spec
                 }
-                return if is_matrix_env(&env) {
+                return if is_matrix_env(&env) || is_system_env(&env) {
                     self.push(if name == "begin" {
                         T::Begin(env)
                     } else {
@@ -579,6 +579,12 @@ impl<'a> Lexer<'a> {
                         self.space = true;
                         return self.push(T::Letter(rest.to_string()));
                     }
+                }
+                // `\lex`, `\pir`: a relation, operator or `\pi` run into a
+                // one-letter name (`\le x`, `\pi r`), not a name `lex`.
+                if let Some(k) = run_into_letter(name) {
+                    self.pos = start - 1;
+                    return self.command(start + k);
                 }
                 T::Letter(name.to_string())
             }
@@ -698,6 +704,11 @@ impl<'a> Lexer<'a> {
                 while self.pos < end && self.peek() == b' ' {
                     self.pos += 1;
                 }
+            }
+            if k == 0 && n == 1 && self.src[self.pos..end].starts_with("{}{") {
+                // `\sqrt{}{3}`: an empty index written in braces; the
+                // radicand is the group after it.
+                self.pos += 2;
             }
             if self.pos >= end {
                 return Err(Rejection::Unparseable("missing argument".into()));
@@ -941,6 +952,27 @@ fn small_or_big(digits: &str) -> BigInt {
         }
     }
     digits.parse().unwrap_or_default()
+}
+
+/// The length of the command in `name` when `name` is a relation, an
+/// operator or `\pi` run into a one-letter name (`lex`, `pir`, `cdotx`); real
+/// commands of that shape (`\int`, `\inf`, `\neg`, `\pmb`, `\cdotp`) are not split.
+fn run_into_letter(name: &str) -> Option<usize> {
+    const CMDS: [&str; 13] = [
+        "leq", "geq", "neq", "le", "ge", "ne", "in", "pm", "mp", "cdot", "times", "div", "pi",
+    ];
+    if matches!(name, "int" | "inf" | "neg" | "pmb" | "cdotp") {
+        return None;
+    }
+    CMDS.iter()
+        .find(|c| name.len() == c.len() + 1 && name.starts_with(*c))
+        .map(|c| c.len())
+}
+
+/// Environments that list equations (a system, `\begin{cases} x+y=1 \\
+/// x-y=3 \end{cases}`) or the pieces of a function, one per row.
+pub(crate) fn is_system_env(env: &str) -> bool {
+    matches!(env, "cases" | "dcases" | "rcases")
 }
 
 fn is_matrix_env(env: &str) -> bool {

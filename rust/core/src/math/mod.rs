@@ -20,6 +20,7 @@ mod lexer;
 mod parser;
 mod poly;
 mod precise;
+mod snap;
 
 use std::fmt;
 
@@ -206,15 +207,25 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 
 /// [`equivalent`], with the reason when the comparison ran out of budget.
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
-    compare::Cmp {
-        opts,
-        roots: (&gold.node, &pred.node),
-        seed: std::cell::Cell::new(None),
-        calls: std::cell::Cell::new(0),
-        cheap: std::cell::Cell::new(0),
-        work: std::cell::Cell::new(0),
+    let cmp = |p: &Node| {
+        compare::Cmp {
+            opts,
+            roots: (&gold.node, p),
+            seed: std::cell::Cell::new(None),
+            calls: std::cell::Cell::new(0),
+            cheap: std::cell::Cell::new(0),
+            work: std::cell::Cell::new(0),
+        }
+        .equiv(&gold.node, p)
+    };
+    if cmp(&pred.node)? {
+        return Ok(true);
     }
-    .equiv(&gold.node, &pred.node)
+    // Decimals inside an expression, to the precision they state.
+    match snap::decimals_as_constants(&gold.node, &pred.node, &opts.limits) {
+        Some(p) => cmp(&p),
+        None => Ok(false),
+    }
 }
 
 const MAX_ALTERNATIVES: usize = 16;

@@ -10,7 +10,7 @@ use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 
 use super::ast::{Func, Node, RelOp};
-use super::lexer::{Token, T};
+use super::lexer::{is_system_env, Token, T};
 use super::{Limits, Rejection};
 
 type R<T> = Result<T, Rejection>;
@@ -493,7 +493,22 @@ impl<'a> Parser<'a> {
                     matches!(t, T::MinusPlus),
                 ))
             }
-            T::Begin(_) => self.matrix(),
+            T::Begin(env) => {
+                let system = is_system_env(env);
+                let rows = self.matrix_rows()?;
+                Ok(if system && rows.iter().all(|r| r.len() == 1) {
+                    // A system of equations is the list of them (order
+                    // ignored, as `x = 1, y = 2`).
+                    let mut items: Vec<Node> = rows.into_iter().flatten().collect();
+                    if items.len() == 1 {
+                        items.pop().unwrap_or(Node::Ellipsis)
+                    } else {
+                        Node::List(items)
+                    }
+                } else {
+                    Node::Matrix(rows)
+                })
+            }
             T::Ellipsis => Ok(Node::Ellipsis),
             other => Err(Rejection::Unparseable(format!("unexpected {other:?}"))),
         }
@@ -831,7 +846,8 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn matrix(&mut self) -> R<Node> {
+    /// The rows of a matrix (or `cases`) environment, up to its `\end`.
+    fn matrix_rows(&mut self) -> R<Vec<Vec<Node>>> {
         let mut rows: Vec<Vec<Node>> = Vec::new();
         let mut row = Vec::new();
         loop {
@@ -862,7 +878,7 @@ impl<'a> Parser<'a> {
         if rows.is_empty() {
             return Err(Rejection::Empty);
         }
-        Ok(Node::Matrix(rows))
+        Ok(rows)
     }
 }
 

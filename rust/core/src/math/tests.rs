@@ -544,3 +544,92 @@ fn juxtaposed_powers_multiply() {
     assert!(!eq("2^6 3^5 5^4", "2^6 3^5 5^3"));
     assert!(eq("2^2 3^2 5^2 7", "6300"));
 }
+
+#[test]
+fn decimals_inside_expressions_answer_to_their_precision() {
+    // docs/verify_semantics.md: a decimal answers to the precision it states
+    // (rounded or truncated at its last digit, >= 4 significant digits); inside
+    // an expression or a relation it stands for the gold's exact constant.
+    assert!(eq("x + \\sqrt2 i", "x + 1.414 i"));
+    assert!(eq("x + \\sqrt2 i", "x + 1.4142 i"));
+    assert!(eq("2\\pi r", "6.283 r"));
+    assert!(eq("x - \\sqrt3", "x - 1.732"));
+    assert!(eq("\\frac{\\sqrt3}{2} x", "0.8660 x"));
+    assert!(eq("a - b = \\sqrt3", "a - b = 1.732"));
+    // Too few digits, or neither the rounded nor the truncated value.
+    assert!(!eq("x + \\sqrt2 i", "x + 1.41 i"));
+    assert!(!eq("x + \\sqrt2 i", "x + 1.415 i"));
+    assert!(!eq("a - b = \\sqrt3", "a - b = 1.73"));
+    // Only where the decimal stands for a constant: the rest must be equal.
+    assert!(!eq("x + \\sqrt2 i", "x + 1.414"));
+    assert!(!eq("x + \\sqrt2 i", "2x + 1.414 i"));
+    assert!(!eq("x^2 + \\sqrt2", "x^3 + 1.414"));
+    // A gold written in decimals is compared as it is.
+    assert!(!eq("x + 1.41421356 i", "x + 1.414 i"));
+}
+
+#[test]
+fn systems_of_equations_in_cases() {
+    // A system is the list of its equations, in any order.
+    let system = "\\begin{cases} a+b=\\frac12 \\\\ a-b=\\sqrt3 \\end{cases}";
+    assert!(eq(
+        system,
+        "\\begin{cases} a+b=0.5\\\\ a-b=1.732\\end{cases}"
+    ));
+    assert!(eq(
+        system,
+        "\\begin{cases} a-b=\\sqrt3 \\\\ b+a=\\frac12 \\end{cases}"
+    ));
+    assert!(eq(system, "a + b = \\frac12, a - b = \\sqrt3"));
+    assert!(!eq(
+        system,
+        "\\begin{cases} a+b=\\frac12 \\\\ a-b=\\sqrt2 \\end{cases}"
+    ));
+    assert!(!eq(system, "\\begin{cases} a+b=\\frac12 \\end{cases}"));
+    assert!(eq("\\begin{cases} x = 1 \\end{cases}", "x = 1"));
+    // Pieces of a function (value & condition) compare row by row, in order.
+    let f = "\\begin{cases} x & x > 0 \\\\ -x & x \\le 0 \\end{cases}";
+    assert!(eq(f, f));
+    assert!(!eq(
+        f,
+        "\\begin{cases} -x & x \\le 0 \\\\ x & x > 0 \\end{cases}"
+    ));
+}
+
+#[test]
+fn a_vector_equals_the_list_of_its_entries() {
+    // Matrices compare entry-wise; a row or column vector against a list.
+    let column = "\\begin{matrix} \\frac12 \\\\ 1 \\end{matrix}";
+    assert!(eq(column, "[0.5, 1]"));
+    assert!(eq(column, "(0.5, 1)"));
+    assert!(eq("[0.5, 1]", column));
+    assert!(!eq(column, "[1, 0.5]"));
+    assert!(!eq(column, "[0.5, 1)"));
+    // Two matrices of different shapes stay different.
+    assert!(!eq(column, "\\begin{pmatrix} \\frac12 & 1 \\end{pmatrix}"));
+}
+
+#[test]
+fn commands_run_into_a_letter() {
+    // `\lex` (a relation run into a name) is `\le x`, as `\quadx` is `\quad x`.
+    assert!(eq(
+        "[-5,1]\\cup[3,9]",
+        "-5\\lex\\le1 \\text{ or } 3\\lex\\le9"
+    ));
+    assert!(eq("-5 \\le x \\le 1", "-5\\lex\\le1"));
+    assert!(eq("\\pi r^2", "\\pir^2"));
+    assert!(eq("2 \\cdot x", "2\\cdotx"));
+    // Real commands of that shape are not split.
+    assert!(!eq("\\int", "\\in t"));
+    assert!(eq("\\cdots", "\\ldots"));
+}
+
+#[test]
+fn an_empty_root_index_in_braces() {
+    // `\sqrt{}{3}`: the index left empty, written in braces; the radicand follows.
+    assert!(eq("\\frac{3\\sqrt{}{3}}{2}", "\\frac{3\\sqrt{3}}{2}"));
+    assert!(!eq("\\frac{3\\sqrt{}{3}}{2}", "\\frac{3\\sqrt{2}}{2}"));
+    let p = ParseOptions::default();
+    assert_eq!(parse("\\sqrt{}", &p), Err(Rejection::Empty));
+    assert!(eq("\\sqrt{2}{3}", "3\\sqrt2"));
+}

@@ -1,0 +1,219 @@
+"""Write the seed corpus of the ``verify`` fuzz target (``make fuzz`` runs it).
+
+libFuzzer left alone starts from nothing and grows inputs a few bytes at a
+time: in ten minutes it never got past ~205 bytes, far from the shapes that
+cost (a 256 KiB completion, 10^5 nested braces, a power tower). These seeds
+start it there. One input is ``gold NUL completion`` (the target's format):
+
+- every (gold, pred) pair of the conformance suites in ``tests/data/conformance/``;
+- hostile shapes: deep nesting, exponent towers, huge numbers, many markers,
+  boxes and reasoning tags, special tokens, long prose, non-ASCII and invalid
+  UTF-8, and completions of just under, at and just over the 256 KiB limit.
+
+Deterministic (the same files every run), standard library only::
+
+    python3 scripts/fuzz_seeds.py [OUT_DIR]     # default rust/fuzz/seeds/verify
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITES = ROOT / "tests" / "data" / "conformance"
+LIMIT = 1 << 18  # ExtractOptions::default().max_len, in bytes
+
+
+def pair(gold: str | bytes, pred: str | bytes) -> bytes:
+    g = gold.encode() if isinstance(gold, str) else gold
+    p = pred.encode() if isinstance(pred, str) else pred
+    return g + b"\0" + p
+
+
+def conformance() -> list[bytes]:
+    out = []
+    for path in sorted(SUITES.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                out.append(pair(row["gold"], row["pred"]))
+    return out
+
+
+def prose(rng: random.Random, size: int) -> str:
+    words = "we note that the sum of both terms equals their product so dividing gives".split()
+    parts, n = [], 0
+    while n < size:
+        r = rng.random()
+        if r < 0.08:
+            w = f"${rng.randint(1, 99)} \\cdot {rng.randint(1, 99)} = {rng.randint(1, 9999)}$"
+        elif r < 0.15:
+            w = str(rng.randint(0, 10**6))
+        else:
+            w = rng.choice(words)
+        parts.append(w)
+        n += len(w) + 1
+    return " ".join(parts)[:size]
+
+
+def nesting() -> list[bytes]:
+    out = []
+    for n in (50, 500, 5_000):
+        out.append(pair("1", "\\frac{" * n + "1" + "}{2}" * n))
+        out.append(pair("1", "\\boxed{" + "\\sqrt{" * n + "4" + "}" * n + "}"))
+        out.append(pair("(" * n + "1" + ")" * n, "(" * n + "1" + ")" * n))
+        out.append(pair("0", "\\sin(" * n + "0" + ")" * n))
+        out.append(pair("1", "\\left(" * n + "1" + "\\right)" * n))
+    for n in (10_000, 100_000):
+        out.append(pair("1", "{" * n))
+        out.append(pair("{" * n, "}" * n))
+        out.append(pair("1", "\\boxed{" * (n // 8)))
+        out.append(pair("1", "(" * n + "1"))
+        out.append(pair("1", "$" * n))
+    return out
+
+
+def towers() -> list[bytes]:
+    shapes = [
+        "2^{2^{2^{2^{2^{2}}}}}",
+        "9^9^9^9^9",
+        "10^{10^{10^{10}}}",
+        "e^{e^{e^{e^{100}}}}",
+        "(1+\\sqrt2)^{900}",
+        "2^{-99999999}",
+        "x^{x^{x^{x}}}",
+        "\\pi^{700}",
+        "e^{710}",
+        "10^{400}\\pi",
+        "(x+y+z)^{60}",
+        "x^{999999999} - x^{999999998}",
+        "\\sqrt2" * 26,
+        "\\sqrt[999999]{2}",
+        "i^{10^{18}}",
+        "0^0",
+        "(-8)^{1/3}",
+        "2^{3^{4^{5}}}",
+        "{" + "2^" * 2_000 + "2" + "}",
+    ]
+    return [pair(s, s) for s in shapes] + [pair(s, f"\\boxed{{{s}}}") for s in shapes]
+
+
+def huge_numbers(rng: random.Random) -> list[bytes]:
+    big = "".join(rng.choice("0123456789") for _ in range(100_000))
+    return [
+        pair(big, big),
+        pair("1" + big, f"\\boxed{{{big}}}"),
+        pair("0." + big, "0." + big[:-1]),
+        pair("1e999999999", "10^{999999999}"),
+        pair("1", "1e-999999999"),
+        pair("10000000!", "10000000!"),
+        pair("\\binom{1000000}{500000}", "\\binom{1000000}{500000}"),
+        pair("12345678901234567890^{123456}", "12345678901234567890^{123456}"),
+        pair("0.\\overline{" + big[:5_000] + "}", "0." + big[:5_000] * 2),
+        pair("1,000" * 20_000, "1,000" * 20_000),
+        pair("3.14159", "\\boxed{" + "3." + "1" * 50_000 + "}"),
+        pair("\\frac{1}{2^{99}}", "\\frac{1}{2^{98}}"),
+    ]
+
+
+def many_markers(rng: random.Random) -> list[bytes]:
+    long_text = prose(rng, 200_000)
+    boxes = " ".join(f"\\boxed{{{k}}}" for k in range(18_000))
+    return [
+        pair("3", long_text + " so \\boxed{3}"),
+        pair("3", boxes),
+        pair("3", "<think>" + long_text + "</think> \\boxed{3}"),
+        pair("3", "</think>" * 20_000 + "3"),
+        pair("3", "<think>" * 20_000 + "\\boxed{3}"),
+        pair("3", "<think>a</think>" * 10_000 + "#### 3"),
+        pair("3", "#### 3\n" * 20_000),
+        pair("3", "Answer: 3 " * 20_000),
+        pair("3", "the answer is 3, or 4. " * 10_000),
+        pair("3", "The final answer is $3$. " * 10_000),
+        pair("3", "<answer>3</answer>" * 10_000),
+        pair("3", "<answer>" * 20_000),
+        pair("3", "**3** " * 30_000),
+        pair("C", "(A) (B) (C) " * 15_000),
+        pair("3", "3<|im_end|>" * 10_000 + "<|endoftext|>" * 5_000),
+        pair("3", "$" + "3 $ $" * 30_000),
+        pair("3", "\\(" * 20_000 + "3"),
+        pair("3", "\\boxed" * 30_000 + "{3}"),
+        pair("1, 2", "\\boxed{1} and \\boxed{2} " * 10_000),
+        pair("3", long_text + "\n" * 50_000),
+    ]
+
+
+def structures() -> list[bytes]:
+    row = " & ".join(str(k) for k in range(100))
+    matrix = "\\begin{pmatrix}" + " \\\\ ".join([row] * 100) + "\\end{pmatrix}"
+    return [
+        pair(matrix, matrix),
+        pair("\\{" + "1," * 20_000 + "1\\}", "1, " * 20_000 + "1"),
+        pair("x<1 \\text{ or } x>3", " \\text{ or } ".join(["x < 1"] * 5_000)),
+        pair("[2, 5]", "2 \\le x \\le " * 5_000 + "5"),
+        pair("(1,2)", "(" + ",".join(["1"] * 50_000) + ")"),
+        pair("\\begin{cases} a=1 \\\\ b=2 \\end{cases}", "\\begin{cases}" + "a=1\\\\" * 5_000),
+        pair("x = 1", "x = " * 20_000 + "1"),
+        pair("2:3", ":".join(["2"] * 20_000)),
+        pair("10\\%", "10" + "\\%" * 20_000),
+        pair("10 \\text{ cm}", "10" + "\\text{ cm}" * 10_000),
+        pair("\\lim_{x\\to0} \\frac{\\sin x}{x}", "\\sum_{k=1}^{10^{9}} k"),
+        pair("\\int_0^1 x dx", "\\prod_{k=1}^{100000} k"),
+    ]
+
+
+def text_encodings() -> list[bytes]:
+    return [
+        pair("12", "é" * 100_000 + " \\boxed{١٢}"),
+        pair("12", "🙂" * 50_000 + " \\boxed{12}"),
+        pair("12", "答案是" * 28_000 + "１２"),
+        pair(b"\xff\xfe\xfd", b"\xed\xa0\xbd \\boxed{3}"),
+        pair("3", b"\\boxed{3\xc3}" * 10_000),
+        pair("3", b"\x00" * 1_000 + b"\\boxed{3}"),
+    ]
+
+
+def at_the_limit(rng: random.Random) -> list[bytes]:
+    out = []
+    for size in (LIMIT - 1, LIMIT, LIMIT + 1):
+        tail = " so \\boxed{3}"
+        body = prose(rng, size - len(tail))
+        out.append(pair("3", body + tail))
+        out.append(pair("3" + " " * (size - 1), "3"))
+    multibyte = "é" * ((LIMIT - 12) // 2)
+    out.append(pair("3", multibyte + " \\boxed{3}"))
+    return out
+
+
+def seeds() -> list[bytes]:
+    rng = random.Random(9)
+    return (
+        conformance()
+        + nesting()
+        + towers()
+        + huge_numbers(rng)
+        + many_markers(rng)
+        + structures()
+        + text_encodings()
+        + at_the_limit(rng)
+    )
+
+
+def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "rust" / "fuzz" / "seeds" / "verify"
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.iterdir():
+        old.unlink()
+    data = seeds()
+    for blob in data:
+        (out / hashlib.sha1(blob).hexdigest()).write_bytes(blob)
+    longest = max(len(b) for b in data)
+    print(f"{len(data)} seeds in {out} (longest {longest:,} bytes)")
+
+
+if __name__ == "__main__":
+    main()
