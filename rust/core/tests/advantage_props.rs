@@ -272,7 +272,8 @@ fn close(got: f64, want: f64, tol: f64) -> bool {
 }
 
 /// Run the core on `rewards` (as `T`) into outputs full of garbage, so that an
-/// element the kernel forgets to write shows, and compare with the reference.
+/// element a kernel forgets to write shows, and compare with the reference;
+/// with the kernel the CPU gets and with the portable one.
 fn check<T: advantage::Reward + std::fmt::Debug>(
     rewards: &[T],
     as_f64: &[f64],
@@ -280,13 +281,15 @@ fn check<T: advantage::Reward + std::fmt::Debug>(
     p: &Params,
 ) -> std::result::Result<(), TestCaseError> {
     let groups = group::group_ints(ids).unwrap();
-    let mut adv = vec![MaybeUninit::new(f32::NAN); rewards.len()];
-    let mut keep = vec![MaybeUninit::new(true); rewards.len()];
-    let (stats, frac) = advantage::compute_into(rewards, &groups, p, &mut adv, &mut keep).unwrap();
-    // SAFETY: every element was initialised (to garbage) above.
-    let adv: Vec<f32> = adv.iter().map(|a| unsafe { a.assume_init() }).collect();
-    let keep: Vec<bool> = keep.iter().map(|k| unsafe { k.assume_init() }).collect();
-    compare(rewards, as_f64, ids, p, &adv, &keep, &stats, frac)?;
+    for compute in [advantage::compute_into, advantage::compute_into_portable] {
+        let mut adv = vec![MaybeUninit::new(f32::NAN); rewards.len()];
+        let mut keep = vec![MaybeUninit::new(true); rewards.len()];
+        let (stats, frac) = compute(rewards, &groups, p, &mut adv, &mut keep).unwrap();
+        // SAFETY: every element was initialised (to garbage) above.
+        let adv: Vec<f32> = adv.iter().map(|a| unsafe { a.assume_init() }).collect();
+        let keep: Vec<bool> = keep.iter().map(|k| unsafe { k.assume_init() }).collect();
+        compare(rewards, as_f64, ids, p, &adv, &keep, &stats, frac)?;
+    }
     Ok(())
 }
 
@@ -417,30 +420,31 @@ fn huge_rewards_are_computed_without_overflow() {
                     ..p
                 },
             );
-            let mut adv = vec![MaybeUninit::new(f32::NAN); big.len()];
-            let mut keep = vec![MaybeUninit::new(true); big.len()];
-            let (stats, _) =
-                advantage::compute_into(&big, &groups, &p, &mut adv, &mut keep).unwrap();
-            for (i, a) in adv.iter().enumerate() {
-                // SAFETY: initialised above.
-                let a = f64::from(unsafe { a.assume_init() });
-                let tol = 1e-6 * (1.0 + want.adv[i].abs());
-                assert!(
-                    close(a, want.adv[i], tol),
-                    "{layout:?} {p:?} [{i}]: {a} vs {}",
-                    want.adv[i]
-                );
-            }
-            for g in 0..want.mean.len() {
-                let scale = want.mean[g].abs().max(want.std[g]);
-                assert!(
-                    close(stats.mean[g] / C, want.mean[g], 1e-12 * scale),
-                    "mean[{g}]"
-                );
-                assert!(
-                    close(stats.std[g] / C, want.std[g], 1e-10 * scale),
-                    "std[{g}]"
-                );
+            for compute in [advantage::compute_into, advantage::compute_into_portable] {
+                let mut adv = vec![MaybeUninit::new(f32::NAN); big.len()];
+                let mut keep = vec![MaybeUninit::new(true); big.len()];
+                let (stats, _) = compute(&big, &groups, &p, &mut adv, &mut keep).unwrap();
+                for (i, a) in adv.iter().enumerate() {
+                    // SAFETY: initialised above.
+                    let a = f64::from(unsafe { a.assume_init() });
+                    let tol = 1e-6 * (1.0 + want.adv[i].abs());
+                    assert!(
+                        close(a, want.adv[i], tol),
+                        "{layout:?} {p:?} [{i}]: {a} vs {}",
+                        want.adv[i]
+                    );
+                }
+                for g in 0..want.mean.len() {
+                    let scale = want.mean[g].abs().max(want.std[g]);
+                    assert!(
+                        close(stats.mean[g] / C, want.mean[g], 1e-12 * scale),
+                        "mean[{g}]"
+                    );
+                    assert!(
+                        close(stats.std[g] / C, want.std[g], 1e-10 * scale),
+                        "std[{g}]"
+                    );
+                }
             }
         }
     }
