@@ -15,9 +15,10 @@
 //! then the outputs, each element written once. Two implementations of the
 //! loops that touch every reward (`Kernel`): `moments`, a plain scalar
 //! reference that runs anywhere, and an AVX2 one chosen at run time, which
-//! reads four groups at once (`avx2`). A batch then costs about what
-//! reading its ids and rewards and writing its outputs costs
-//! (`benches/bench_advantages.py` prints it against a plain memory copy).
+//! reads four groups at once (`avx2`), 1.5x the scalar one on a core
+//! (`benches/bench_advantages.py` prints each against a plain memory copy:
+//! at 2^20 rollouts in groups of 16, about 2.3x the copy's time on one
+//! thread, 1.6x on two).
 //!
 //! Conventions (each a parameter where peers differ): NaN rewards are not
 //! scorable, leave the statistics alone and get advantage 0; a group with
