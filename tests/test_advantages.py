@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import decimal
 import json
 import multiprocessing
 import os
@@ -205,6 +206,98 @@ def test_equal_rewards_give_exactly_zero():
         assert np.all(out.advantages == 0.0), est
         assert not out.keep.any()
         assert out.frac_zero_std == 1.0
+
+
+def decimal_reference(rewards, ids, estimator, scale, eps=1e-6):
+    """Advantages, means and stds in decimal arithmetic of 800 digits (every
+    float exactly) and an exponent range that holds the squares of any float
+    (float64 and numpy's float64 statistics overflow at ~1e154)."""
+    with decimal.localcontext(decimal.Context(prec=800, Emax=10**6, Emin=-(10**6))):
+        return _decimal_reference(rewards, ids, estimator, scale, decimal.Decimal(eps))
+
+
+def _decimal_reference(rewards, ids, estimator, scale, eps):
+    D = decimal.Decimal
+    r = [None if np.isnan(x) else D(float(x)) for x in rewards]
+    index, ng = ref_groups(list(ids))
+    members = [[i for i in range(len(r)) if index[i] == g and r[i] is not None] for g in range(ng)]
+
+    def stats(xs):
+        mean = sum(xs, D(0)) / len(xs)
+        return mean, (sum(((x - mean) ** 2 for x in xs), D(0)) / (len(xs) - 1)).sqrt()
+
+    means, stds = [], []
+    for m in members:
+        mean, std = stats([r[i] for i in m]) if len(m) >= 2 else (r[m[0]], D(0))
+        means.append(mean)
+        stds.append(std)
+    scored = [i for m in members for i in m]
+    _, batch_std = stats([r[i] for i in scored])
+    _, whiten_std = stats([r[i] - means[index[i]] for i in scored])
+    adv = np.zeros(len(r))
+    keep = np.zeros(len(r), dtype=bool)
+    for g, m in enumerate(members):
+        xs = [r[i] for i in m]
+        if len(xs) < 2 or min(xs) == max(xs):
+            continue
+        keep[m] = True
+        div = {"group": stds[g] + eps, "batch": batch_std + eps}[scale]
+        if estimator == "reinforce_pp_baseline":
+            div = whiten_std + eps
+        if estimator == "grpo_passk":
+            best = max(m, key=lambda i: (r[i], -i))  # the first of ties
+            adv[best] = float((r[best] - max(r[i] for i in m if i != best)) / div)
+        else:
+            for i in m:
+                adv[i] = float((r[i] - means[g]) / div)
+    return adv, keep, np.array([float(x) for x in means]), np.array([float(x) for x in stds])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("estimator", "scale"),
+    [
+        ("grpo", "group"),
+        ("grpo", "batch"),
+        ("reinforce_pp_baseline", "group"),
+        ("grpo_passk", "group"),
+    ],
+)
+def test_huge_rewards_do_not_overflow(dtype, estimator, scale):
+    # float64 rewards of ~1e300 square beyond float64; float32's largest
+    # (~3e38) do not, but are checked alike. 1e300 once gave NaN advantages
+    # with keep True.
+    big = 1e300 if dtype == np.float64 else 1e37
+    rng = np.random.default_rng(5)
+    sizes = [4, 16, 1, 5, 8, 3, 2]
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    rewards = (rng.normal(size=len(ids)) * big).astype(dtype)
+    rewards[[2, 9]] = np.nan
+    rewards[-3:-1] = rewards[-1]  # a group of equal rewards
+    out = compute_advantages(rewards, ids, estimator=estimator, scale=scale)
+    adv, keep, mean, std = decimal_reference(rewards, ids, estimator, scale)
+    assert np.isfinite(out.advantages).all()
+    np.testing.assert_allclose(out.advantages, adv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(out.std, std, rtol=1e-9)
+    np.testing.assert_array_equal(out.keep, keep)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_results_beyond_their_type_are_a_clear_error(dtype):
+    # Dr. GRPO and RLOO keep the rewards' scale: beyond float32 there is no
+    # advantage to return.
+    big = 3e38  # float32 holds it, not 4e38 (its distance from the mean)
+    rewards = np.array([1.0, 2.0, big, -big, -big], dtype=dtype)
+    for kwargs in ({"scale": "none"}, {"estimator": "rloo"}):
+        with pytest.raises(InvalidInputError, match="group 1 reach .* beyond float32"):
+            compute_advantages(rewards, [0, 0, 1, 1, 1], **kwargs)
+    # The same rewards, scaled by their std, fit.
+    assert np.isfinite(compute_advantages(rewards, [0, 0, 1, 1, 1]).advantages).all()
+    # A std beyond float64 itself.
+    top = np.finfo(np.float64).max
+    with pytest.raises(InvalidInputError, match="overflow float64"):
+        compute_advantages(np.array([top, -top, 1.0]), [0, 0, 1])
 
 
 def test_nan_and_none_are_unscorable():

@@ -30,6 +30,9 @@ pub enum CoreError {
     /// A numeric parameter outside its domain.
     #[error("{0}")]
     InvalidParameter(String),
+    /// A result beyond the range of its type (rewards too large for it).
+    #[error("{0}")]
+    Overflow(String),
     /// A size the core cannot index (more than u32::MAX rollouts or groups).
     #[error("{what} has {len} entries; at most {max} are supported")]
     TooLarge {

@@ -8,6 +8,8 @@
 //! float32 and float64 rewards, every estimator, scale and option.
 #![allow(clippy::unwrap_used)] // a test may panic
 
+use std::mem::MaybeUninit;
+
 use grpo_fast_core::advantage::{self, Estimator, Params, Scale};
 use grpo_fast_core::group;
 use proptest::prelude::*;
@@ -270,7 +272,8 @@ fn close(got: f64, want: f64, tol: f64) -> bool {
 }
 
 /// Run the core on `rewards` (as `T`) into outputs full of garbage, so that an
-/// element a kernel forgets to write shows, and compare with the reference.
+/// element a kernel forgets to write shows, and compare with the reference;
+/// with the kernel the CPU gets and with the portable one.
 fn check<T: advantage::Reward + std::fmt::Debug>(
     rewards: &[T],
     as_f64: &[f64],
@@ -278,9 +281,29 @@ fn check<T: advantage::Reward + std::fmt::Debug>(
     p: &Params,
 ) -> std::result::Result<(), TestCaseError> {
     let groups = group::group_ints(ids).unwrap();
-    let mut adv = vec![f32::NAN; rewards.len()];
-    let mut keep = vec![true; rewards.len()];
-    let (stats, frac) = advantage::compute_into(rewards, &groups, p, &mut adv, &mut keep).unwrap();
+    for compute in [advantage::compute_into, advantage::compute_into_portable] {
+        let mut adv = vec![MaybeUninit::new(f32::NAN); rewards.len()];
+        let mut keep = vec![MaybeUninit::new(true); rewards.len()];
+        let (stats, frac) = compute(rewards, &groups, p, &mut adv, &mut keep).unwrap();
+        // SAFETY: every element was initialised (to garbage) above.
+        let adv: Vec<f32> = adv.iter().map(|a| unsafe { a.assume_init() }).collect();
+        let keep: Vec<bool> = keep.iter().map(|k| unsafe { k.assume_init() }).collect();
+        compare(rewards, as_f64, ids, p, &adv, &keep, &stats, frac)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare<T: std::fmt::Debug>(
+    rewards: &[T],
+    as_f64: &[f64],
+    ids: &[i64],
+    p: &Params,
+    adv: &[f32],
+    keep: &[bool],
+    stats: &advantage::GroupStats,
+    frac: f64,
+) -> std::result::Result<(), TestCaseError> {
     let want = reference(as_f64, ids, p);
     for i in 0..rewards.len() {
         // f32 rounding of the mean, of the centred reward and of the product.
@@ -362,4 +385,87 @@ proptest! {
             check(&r32, &rewards, &ids, &params)?;
         }
     }
+}
+
+/// Rewards near 1e300 (their squares overflow f64): the statistics scale by
+/// the same factor and the advantages of a scaled estimator do not change,
+/// which the reference checks on the unscaled rewards (with `eps` scaled
+/// down alike); an advantage beyond f32 is an error.
+#[test]
+fn huge_rewards_are_computed_without_overflow() {
+    const C: f64 = 1e300;
+    let mut rng = Rng(7);
+    let cases = [
+        (Estimator::Grpo, Scale::Group),
+        (Estimator::Grpo, Scale::Batch),
+        (Estimator::ReinforcePpBaseline, Scale::Group),
+        (Estimator::GrpoPassk, Scale::Group),
+    ];
+    for layout in LAYOUTS {
+        let ids = layout_ids(layout, &mut rng);
+        let small = layout_rewards(&ids, 0.05, &mut rng);
+        let big: Vec<f64> = small.iter().map(|x| x * C).collect();
+        let groups = group::group_ints(&ids).unwrap();
+        for (estimator, scale) in cases {
+            let p = Params {
+                estimator,
+                scale,
+                ..Params::default()
+            };
+            let want = reference(
+                &small,
+                &ids,
+                &Params {
+                    eps: p.eps / C,
+                    ..p
+                },
+            );
+            for compute in [advantage::compute_into, advantage::compute_into_portable] {
+                let mut adv = vec![MaybeUninit::new(f32::NAN); big.len()];
+                let mut keep = vec![MaybeUninit::new(true); big.len()];
+                let (stats, _) = compute(&big, &groups, &p, &mut adv, &mut keep).unwrap();
+                for (i, a) in adv.iter().enumerate() {
+                    // SAFETY: initialised above.
+                    let a = f64::from(unsafe { a.assume_init() });
+                    let tol = 1e-6 * (1.0 + want.adv[i].abs());
+                    assert!(
+                        close(a, want.adv[i], tol),
+                        "{layout:?} {p:?} [{i}]: {a} vs {}",
+                        want.adv[i]
+                    );
+                }
+                for g in 0..want.mean.len() {
+                    let scale = want.mean[g].abs().max(want.std[g]);
+                    assert!(
+                        close(stats.mean[g] / C, want.mean[g], 1e-12 * scale),
+                        "mean[{g}]"
+                    );
+                    assert!(
+                        close(stats.std[g] / C, want.std[g], 1e-10 * scale),
+                        "std[{g}]"
+                    );
+                }
+            }
+        }
+    }
+    // Unscaled estimators keep the rewards' scale, which float32 cannot hold.
+    let ids = [0i64, 0, 1, 1];
+    let groups = group::group_ints(&ids).unwrap();
+    let rewards = [C, -C, 1.0, 2.0];
+    for (estimator, scale) in [
+        (Estimator::Grpo, Scale::None),
+        (Estimator::Rloo, Scale::Group),
+    ] {
+        let p = Params {
+            estimator,
+            scale,
+            ..Params::default()
+        };
+        let err = advantage::compute(&rewards, &groups, &p).unwrap_err();
+        assert!(err.to_string().contains("beyond float32"), "{err}");
+    }
+    // A std beyond f64 itself.
+    let rewards = [f64::MAX, -f64::MAX, 1.0, 2.0];
+    let err = advantage::compute(&rewards, &groups, &Params::default()).unwrap_err();
+    assert!(err.to_string().contains("overflow float64"), "{err}");
 }

@@ -1,5 +1,7 @@
 //! Grouping and advantages.
 
+use std::mem::MaybeUninit;
+
 use grpo_fast_core::advantage::{self, GroupStats, Params, Reward};
 use grpo_fast_core::baseline::{self, Inputs};
 use grpo_fast_core::group::{self, Groups};
@@ -101,9 +103,10 @@ pub fn group_ids<'py>(
     ))
 }
 
-/// Runs the core into numpy-allocated outputs: numpy backs large arrays with
-/// huge pages, so writing fresh output costs far fewer page faults than a
-/// `Vec` would, and the arrays are handed over without a copy.
+/// Runs the core into fresh numpy arrays, which it fills without their being
+/// zeroed first (zeroing would cost as much again as writing them); numpy
+/// backs large arrays with huge pages, and the arrays are handed over
+/// without a copy.
 #[allow(clippy::type_complexity)]
 fn compute<'py, R: Reward + numpy::Element>(
     py: Python<'py>,
@@ -120,17 +123,27 @@ fn compute<'py, R: Reward + numpy::Element>(
         .as_slice()
         .map_err(|_| invalid("rewards must be contiguous"))?;
     let n = slice.len();
-    let adv = PyArray1::<f32>::zeros(py, n, false);
-    let keep = PyArray1::<bool>::zeros(py, n, false);
+    // SAFETY: the arrays are read by no one until `compute_into` has written
+    // every element (its contract); on an error they are dropped unread.
+    let (adv, keep) = unsafe {
+        (
+            PyArray1::<f32>::new(py, n, false),
+            PyArray1::<bool>::new(py, n, false),
+        )
+    };
     let (stats, frac) = {
-        let mut adv_rw = adv.readwrite();
-        let mut keep_rw = keep.readwrite();
-        let a = adv_rw
-            .as_slice_mut()
-            .map_err(|_| invalid("internal: output not contiguous"))?;
-        let k = keep_rw
-            .as_slice_mut()
-            .map_err(|_| invalid("internal: output not contiguous"))?;
+        let (a, k) = if n == 0 {
+            (&mut [][..], &mut [][..])
+        } else {
+            // SAFETY: fresh C-contiguous arrays of `n` aligned elements that
+            // nothing else references; `MaybeUninit` because they are unwritten.
+            unsafe {
+                (
+                    std::slice::from_raw_parts_mut(adv.data().cast::<MaybeUninit<f32>>(), n),
+                    std::slice::from_raw_parts_mut(keep.data().cast::<MaybeUninit<bool>>(), n),
+                )
+            }
+        };
         run_sized(py, n, || {
             advantage::compute_into(slice, groups, params, a, k)
         })?
