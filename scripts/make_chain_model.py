@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 
 import torch
+from make_demo_model import supervised_step
 
 DATA = Path(__file__).resolve().parent.parent / "python" / "grpo_fast" / "data"
 SPECIALS = ["<pad>", "<eos>"]
@@ -152,21 +153,7 @@ def warm_start(
         idx = torch.randint(len(rows), (batch,), generator=gen).tolist()
         prompts = [rows[i]["prompt"] for i in idx]
         answers = [solution(numbers_of(p)) + tokenizer.eos_token for p in prompts]
-        p = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        a = tokenizer(answers, add_special_tokens=False)["input_ids"]
-        width = max(len(x) + len(y) for x, y in zip(p, a, strict=True))
-        ids = torch.zeros(batch, width, dtype=torch.long)
-        labels = torch.full((batch, width), -100, dtype=torch.long)
-        attn = torch.zeros(batch, width, dtype=torch.long)
-        for i, (x, y) in enumerate(zip(p, a, strict=True)):
-            seq = x + y
-            ids[i, : len(seq)] = torch.tensor(seq)
-            attn[i, : len(seq)] = 1
-            labels[i, len(x) : len(seq)] = torch.tensor(y)
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        supervised_step(model, opt, tokenizer, prompts, answers)
     return 6000
 
 

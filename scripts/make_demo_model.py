@@ -97,6 +97,25 @@ def greedy_accuracy(model, tokenizer, rows: list[dict], max_new_tokens: int = 4)
     return sum(t.strip() == r["answer"] for t, r in zip(texts, rows, strict=True)) / len(rows)
 
 
+def supervised_step(model, opt, tokenizer, prompts: list[str], answers: list[str]) -> None:
+    """One optimizer step of teacher forcing on ``prompt + answer``, the loss on the answer."""
+    p = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+    a = tokenizer(answers, add_special_tokens=False)["input_ids"]
+    width = max(len(x) + len(y) for x, y in zip(p, a, strict=True))
+    ids = torch.zeros(len(p), width, dtype=torch.long)
+    labels = torch.full((len(p), width), -100, dtype=torch.long)
+    attn = torch.zeros(len(p), width, dtype=torch.long)
+    for i, (x, y) in enumerate(zip(p, a, strict=True)):
+        seq = x + y
+        ids[i, : len(seq)] = torch.tensor(seq)
+        attn[i, : len(seq)] = 1
+        labels[i, len(x) : len(seq)] = torch.tensor(y)
+    loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
 def warm_start(
     model, tokenizer, rows: list[dict], target: float, seed: int, batch: int = 64
 ) -> int:
@@ -114,21 +133,7 @@ def warm_start(
         idx = torch.randint(len(rows), (batch,), generator=gen).tolist()
         prompts = [rows[i]["prompt"] for i in idx]
         answers = [rows[i]["answer"] + tokenizer.eos_token for i in idx]
-        p = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        a = tokenizer(answers, add_special_tokens=False)["input_ids"]
-        width = max(len(x) + len(y) for x, y in zip(p, a, strict=True))
-        ids = torch.zeros(batch, width, dtype=torch.long)
-        labels = torch.full((batch, width), -100, dtype=torch.long)
-        attn = torch.zeros(batch, width, dtype=torch.long)
-        for i, (x, y) in enumerate(zip(p, a, strict=True)):
-            seq = x + y
-            ids[i, : len(seq)] = torch.tensor(seq)
-            attn[i, : len(seq)] = 1
-            labels[i, len(x) : len(seq)] = torch.tensor(y)
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        supervised_step(model, opt, tokenizer, prompts, answers)
     return 2000
 
 

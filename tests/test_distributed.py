@@ -32,9 +32,9 @@ import torch.multiprocessing as mp  # noqa: E402
 from test_trainer import reference_logp, reference_loss, reference_rewards  # noqa: E402
 
 from grpo_fast.errors import InvalidInputError  # noqa: E402
-from grpo_fast.tracking import read_metrics  # noqa: E402
 from grpo_fast.modeling import LoraOptions, load_model, prepare_model  # noqa: E402
 from grpo_fast.sampling import SamplingParams  # noqa: E402
+from grpo_fast.tracking import read_metrics  # noqa: E402
 from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
 
 LR = 0.02

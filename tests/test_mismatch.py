@@ -411,8 +411,8 @@ def test_trainer_step_with_a_perturbed_sampler_equals_the_formula(make_config, c
 
 
 def test_metrics_jsonl_has_the_mismatch_columns(make_config, tmp_path):
-    from grpo_fast.tracking import read_metrics
     from grpo_fast.sampling import HFSampler
+    from grpo_fast.tracking import read_metrics
 
     t = _trainer(
         make_config,

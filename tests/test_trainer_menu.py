@@ -23,8 +23,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from grpo_fast.cli import main  # noqa: E402
-from grpo_fast.tracking import read_metrics  # noqa: E402
 from grpo_fast.sampling import Completions, truncated  # noqa: E402
+from grpo_fast.tracking import read_metrics  # noqa: E402
 from grpo_fast.trainer import Trainer  # noqa: E402
 
 G = 4
