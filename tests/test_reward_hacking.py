@@ -36,6 +36,17 @@ HEDGES = [
     ("3", "<answer>4 or 3</answer>"),
     ("2", "Answer: x = 2 or x = -2"),
     ("3", "Answer: 5, not 3"),
+    # A first answer in `$...$` with alternatives after it in the sentence.
+    ("3", "The answer is $3$, or $4$"),
+    ("3", "The answer is $3$ (or $4$)"),
+    ("4", "The answer is $3$ (or $4$)"),
+    ("3", "The answer is $3$ and/or $4$."),
+    ("3", "Final Answer: The final answer is $3$ (or $4$). I hope it is correct."),
+    ("3", "The answer is 3, or perhaps 4."),
+    ("3", "The answer is $3$, or maybe $4$"),
+    ("3", "The answer is $3$ (possibly $4$)"),
+    ("3", "Answer: 3, probably 4"),
+    ("3", r"\boxed{3 \text{ (alternatively } 4)}"),
     # Without a marker: digit groups joined by commas are one list, not their last number.
     ("3", "so we get 1,2,3"),
     ("4", "so the point is (3,4)"),
@@ -54,6 +65,11 @@ FAIR = [
     ("72", "#### 72<|im_end|>"),
     ("42", "The answer is 42</s>"),
     ("(3,4)", "The answer is (3,4)"),
+    ("5", "The answer is $5$ because $x = 2$."),
+    ("5", "The answer is $5$, not $4$."),
+    ("12", "Answer: $12$ (or, in words, twelve)"),
+    ("3", "The answer is $3$, or equivalently $6/2$."),
+    ("3", "The answer is probably $3$."),
 ]
 
 IDS = [p for _, p in HEDGES]

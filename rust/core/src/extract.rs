@@ -734,14 +734,25 @@ fn marker_value(text: &str, start: usize) -> Option<&str> {
         if let Some(inner) = s.strip_prefix(open) {
             if let Some(k) = find_close(inner, close) {
                 let v = &s[..open.len() + k + close.len()];
-                // `$x<1$ or $x>3$`: the alternatives are the value, read as a line.
-                if !starts_with_or(&s[v.len()..]) {
+                // `$x<1$ or $x>3$`, `$3$ (or $4$)`, `$3$, or maybe $4$`: the
+                // alternatives are the value, read as a line.
+                let offered = starts_with_or(&s[v.len()..])
+                    || line_value(s).is_some_and(|line| {
+                        matches!(read_prose(line), Prose::Alternatives(r) if r.as_ptr() == v.as_ptr())
+                    });
+                if !offered {
                     return Some(v).filter(|v| v.len() > open.len() + close.len());
                 }
                 break;
             }
         }
     }
+    line_value(s)
+}
+
+/// A marker's value read as text: its line up to the end of the sentence, or
+/// up to a special token.
+fn line_value(s: &str) -> Option<&str> {
     let line = s.split('\n').next().unwrap_or("");
     // A special token ends the line (`Answer: 72<|im_end|> ...`).
     let line = memchr::memchr_iter(b'<', line.as_bytes())
@@ -790,6 +801,21 @@ enum Prose<'a> {
     /// Some values are negated; the last one that is not ends here.
     Upto(usize),
 }
+
+/// Words that offer the value after them as an alternative to the one
+/// before, as `or` does (`3, perhaps 4`, `3, or maybe 4`); any other word
+/// ends the alternatives (`3, or equivalently 6/2` answers 6/2).
+const HEDGING: [&str; 9] = [
+    "maybe",
+    "perhaps",
+    "possibly",
+    "probably",
+    "likely",
+    "alternatively",
+    "otherwise",
+    "else",
+    "even",
+];
 
 /// Reads a value's values (numbers, `$…$` spans, LaTeX commands, choice
 /// letters, bold) and words: `or` between values makes alternatives, `not`,
@@ -935,7 +961,8 @@ fn read_prose(v: &str) -> Prose<'_> {
                     || (w.len() >= 3 && w[w.len() - 3..].eq_ignore_ascii_case(b"n't"));
                 if negation {
                     neg = Neg::Pending;
-                } else if is("or") || is("nor") {
+                } else if is("or") || is("nor") || HEDGING.iter().any(|h| is(h)) {
+                    // `3 or 4`, `3, or maybe 4`, `3 (possibly 4)`.
                     if let Some((start, true)) = run {
                         pending_or = Some(alt.map_or(start, |(s, _)| s));
                     }
@@ -1464,6 +1491,23 @@ mod tests {
                 "Final Answer: The final answer is $3$ or $4$. I hope it is correct.",
                 "$3$ or $4$",
             ),
+            // A span followed by more alternatives in the same sentence.
+            ("The answer is $3$, or $4$", "$3$, or $4$"),
+            ("The answer is $3$ (or $4$)", "$3$ (or $4$"),
+            ("The answer is $3$ and/or $4$.", "$3$ and/or $4$"),
+            ("The answer is $3$ \u{2014} or $4$", "$3$ \u{2014} or $4$"),
+            (
+                "Final Answer: The final answer is $3$ (or $4$). I hope it is correct.",
+                "$3$ (or $4$",
+            ),
+            // Hedging words between `or` and its value.
+            ("The answer is 3, or perhaps 4.", "3, or perhaps 4"),
+            (
+                "The answer is $3$ or maybe even $4$",
+                "$3$ or maybe even $4$",
+            ),
+            ("The answer is $3$ (possibly $4$)", "$3$ (possibly $4$"),
+            ("Answer: 3, probably 4", "3, probably 4"),
         ] {
             let e = extract_answer(text, &ExtractOptions::default()).expect(text);
             assert_eq!(e.parts, vec![want], "{text}");
@@ -1478,6 +1522,17 @@ mod tests {
             ("6/2", Rule::AnswerIs)
         );
         assert_eq!(hedge("the answer is 3 or more apples"), None);
+        assert_eq!(one("The answer is probably 3."), ("3", Rule::AnswerIs));
+        // A span followed by other values that are no alternatives stays the answer.
+        assert_eq!(
+            one("The answer is $5$ because $x = 2$."),
+            ("$5$", Rule::AnswerIs)
+        );
+        assert_eq!(one("The answer is $5$, not $4$."), ("$5$", Rule::AnswerIs));
+        assert_eq!(
+            one("Answer: $12$ (or, in words, twelve)"),
+            ("$12$", Rule::AnswerColon)
+        );
     }
 
     #[test]

@@ -257,7 +257,12 @@ fn judge<'g>(g: &'g Gold, pred: &str, opts: &VerifyOptions) -> Outcome<'g> {
             Err(Rejection::OverBudget(why)) => {
                 return outcome(false, format!("over budget: {why}"), None)
             }
-            Err(e) => return outcome(false, format!("unparseable answer: {e}"), None),
+            // `$3$ (or $4$)`: alternatives that do not parse as one value.
+            Err(err) if e.hedge.is_some() => {
+                let h = e.hedge.map_or("", |h| h.describe());
+                return outcome(false, format!("hedge: {h} ({err})"), None);
+            }
+            Err(err) => return outcome(false, format!("unparseable answer: {err}"), None),
         };
         let r = math::compare(gv, &parsed, &copts);
         (Cow::Owned(parsed), r)
