@@ -159,6 +159,13 @@ def _group_centred(
     return out.advantages.astype(np.float64), s.astype(np.float64), size
 
 
+def _raw_singletons(adv: np.ndarray, s: np.ndarray, size: np.ndarray, divisor: float = 1.0) -> None:
+    """verl's loop forms: a scorable response alone in its group gets its raw score
+    (over ``divisor``) instead of the core's 0; in place."""
+    single = (size == 1) & ~np.isnan(s)
+    adv[single] = s[single] / divisor
+
+
 def compute_grpo_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
@@ -189,8 +196,7 @@ def compute_grpo_outcome_advantage(
     _check_index(index, scores.shape[0])
     scale = "group" if norm_adv_by_std_in_grpo else "none"
     adv, s, size = _group_centred(scores, index, scale=scale, epsilon=epsilon)
-    single = (size == 1) & ~np.isnan(s)
-    adv[single] = s[single] / (1.0 + epsilon) if norm_adv_by_std_in_grpo else s[single]
+    _raw_singletons(adv, s, size, 1.0 + epsilon if norm_adv_by_std_in_grpo else 1.0)
     return _spread(adv, scores, response_mask)
 
 
@@ -224,8 +230,7 @@ def compute_rloo_outcome_advantage(
     scores = _scores(token_level_rewards, response_mask)
     _check_index(index, scores.shape[0])
     adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon, estimator="rloo")
-    single = (size == 1) & ~np.isnan(s)
-    adv[single] = s[single]
+    _raw_singletons(adv, s, size)
     return _spread(adv, scores, response_mask)
 
 
@@ -263,8 +268,7 @@ def compute_reinforce_plus_plus_baseline_outcome_advantage(
     scores = _scores(token_level_rewards, response_mask)
     _check_index(index, scores.shape[0])
     adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon)
-    single = (size == 1) & ~np.isnan(s)
-    adv[single] = s[single]
+    _raw_singletons(adv, s, size)
     centred, _ = _spread(adv, scores, response_mask)
     # Unscorable (NaN) responses stay out of the whitening statistics and get 0.
     scorable = torch.from_numpy(~np.isnan(s)).to(centred.device)
@@ -378,8 +382,7 @@ def compute_opo_outcome_advantage(
     adv, s, size = _group_centred(
         scores, index, scale="none", epsilon=epsilon, estimator="opo", lengths=lengths
     )
-    single = (size == 1) & ~np.isnan(s)
-    adv[single] = s[single]
+    _raw_singletons(adv, s, size)
     return _spread(adv, scores, response_mask)
 
 
@@ -403,8 +406,7 @@ def compute_gpg_outcome_advantage(
     scores = _scores(token_level_rewards, response_mask)
     _check_index(index, scores.shape[0])
     adv, s, size = _group_centred(scores, index, scale="none", epsilon=epsilon)
-    single = (size == 1) & ~np.isnan(s)
-    adv[single] = s[single]
+    _raw_singletons(adv, s, size)
     scorable = ~np.isnan(s)
     alpha = scorable.sum() / max(int(np.count_nonzero(s[scorable])), 1)
     return _spread(adv * (alpha / f_norm), scores, response_mask)
