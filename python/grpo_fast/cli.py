@@ -342,7 +342,7 @@ def _answer_key(text: str) -> str:
     import grpo_fast
 
     found = grpo_fast.extract_answer(text)
-    return ", ".join(found.parts) if found is not None else text.strip()
+    return found.answer if found is not None else text.strip()
 
 
 def _model_default(name: str, model: str) -> Any:
