@@ -112,10 +112,9 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
 
 
 def read_records(path: Path) -> list[dict]:
-    f = path / "metrics.jsonl"
-    if not f.is_file():
-        return []
-    return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    from grpo_fast.tracking import read_metrics
+
+    return read_metrics(path / "metrics.jsonl")
 
 
 def finished(path: Path, steps: int) -> bool:
