@@ -56,6 +56,29 @@ def chain_steps(text: str) -> list[tuple[int, float]]:
     return out
 
 
+def expected_advantages(batch, rewards, ends, offsets, weight):
+    """DeepSeekMath's token advantages (``reference``) of the steps found in the test,
+    over the outcome advantages of the batch's rewards (group z-scores; 0 for a group
+    of equal rewards)."""
+    G = batch.group_size
+    r_out = batch.rewards.reshape(-1, G).astype(np.float64)
+    outcome = (
+        (r_out - r_out.mean(1, keepdims=True)) / (r_out.std(1, ddof=1, keepdims=True) + 1e-6)
+    ).ravel()
+    outcome[np.repeat(r_out.std(1) == 0, G)] = 0.0
+    lengths = [len(ids) for ids in batch.completions.completion_ids]
+    return reference(
+        np.array(rewards),
+        ends,
+        offsets,
+        np.repeat(np.arange(len(r_out)), G),
+        lengths,
+        max(lengths),
+        outcome=outcome,
+        weight=weight,
+    )
+
+
 def test_one_process_step_matches_hand_computation(make_config):
     lr, weight, G = 0.02, 0.5, 4
     cfg = make_config(
@@ -85,22 +108,7 @@ def test_one_process_step_matches_hand_computation(make_config):
             ends.append(holds[end - 1])  # the token holding the step's last character
         offsets.append(len(rewards))
     assert 0 < np.nanmean(rewards) < 1, "the seed should give steps both right and wrong"
-    r_out = batch.rewards.reshape(-1, G).astype(np.float64)
-    outcome = (
-        (r_out - r_out.mean(1, keepdims=True)) / (r_out.std(1, ddof=1, keepdims=True) + 1e-6)
-    ).ravel()
-    outcome[np.repeat(r_out.std(1) == 0, G)] = 0.0
-    lengths = [len(ids) for ids in comp.completion_ids]
-    want, _ = reference(
-        np.array(rewards),
-        ends,
-        offsets,
-        np.repeat(np.arange(2), G),
-        lengths,
-        max(lengths),
-        outcome=outcome,
-        weight=weight,
-    )
+    want, _ = expected_advantages(batch, rewards, ends, offsets, weight)
     np.testing.assert_allclose(batch.advantages, want, rtol=1e-5, atol=1e-5)
 
     # Replay the update: per-sequence token mean of -A_t * ratio (ratio 1 in one pass).
@@ -201,22 +209,7 @@ def test_a_step_scorer_on_conversational_prompts(make_config):
                 rewards.append(float(piece[-1] == rows[i]["answer"][-1]))
                 ends.append(holds[end - 1])
         offsets.append(len(rewards))
-    r_out = batch.rewards.reshape(-1, G).astype(np.float64)
-    outcome = (
-        (r_out - r_out.mean(1, keepdims=True)) / (r_out.std(1, ddof=1, keepdims=True) + 1e-6)
-    ).ravel()
-    outcome[np.repeat(r_out.std(1) == 0, G)] = 0.0
-    lengths = [len(ids) for ids in comp.completion_ids]
-    want, norm = reference(
-        np.array(rewards),
-        ends,
-        offsets,
-        np.repeat(np.arange(2), G),
-        lengths,
-        max(lengths),
-        outcome=outcome,
-        weight=0.5,
-    )
+    want, norm = expected_advantages(batch, rewards, ends, offsets, 0.5)
     assert np.any(norm != 0), "the seed should give steps scored 1 and 0 in a group"
     np.testing.assert_allclose(batch.advantages, want, rtol=1e-5, atol=1e-5)
 

@@ -524,14 +524,12 @@ def _two_rank_worker(rank: int, port: int, out: str) -> None:
 
 @pytest.mark.slow
 def test_two_processes_checkpoint_resume_and_fail_together(tmp_path):
-    import socket
-
     import torch.multiprocessing as mp
+    from test_distributed import _free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.spawn(_two_rank_worker, args=(port, str(tmp_path / "run")), nprocs=2, join=False)
+    ctx = mp.spawn(
+        _two_rank_worker, args=(_free_port(), str(tmp_path / "run")), nprocs=2, join=False
+    )
     deadline = time.monotonic() + 600
     while not ctx.join(timeout=5):
         if time.monotonic() > deadline:

@@ -22,25 +22,14 @@ from conftest import write_jsonl
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from test_trainer import reference_advantages, reference_rewards  # noqa: E402
+
 from grpo_fast.cli import main  # noqa: E402
 from grpo_fast.sampling import Completions, truncated  # noqa: E402
 from grpo_fast.tracking import read_metrics  # noqa: E402
 from grpo_fast.trainer import Trainer  # noqa: E402
 
 G = 4
-
-
-def sums_rewarded(prompts, texts):
-    out = []
-    for p, t in zip(prompts, texts, strict=True):
-        a, b = p.rstrip("=").split("+")
-        out.append(float(t.strip() == str(int(a) + int(b))))
-    return np.array(out)
-
-
-def grpo_advantages(rewards):
-    r = rewards.reshape(-1, G)
-    return ((r - r.mean(1, keepdims=True)) / (r.std(1, ddof=1, keepdims=True) + 1e-6)).ravel()
 
 
 def rows_logp_entropy(model, prompt_ids, completion_ids):
@@ -98,9 +87,9 @@ def test_one_step_with_the_menu_matches_a_replay(make_config):
     comp = trainer.last_batch.completions
     prompts = [trainer.train_rows[i]["prompt"] for i in trainer.last_batch.prompt_index]
     prompts = [p for p in prompts for _ in range(G)]
-    rewards = sums_rewarded(prompts, comp.texts)
+    rewards = reference_rewards(prompts, comp.texts)
     assert 0 < rewards.mean() < 1
-    adv = grpo_advantages(rewards)
+    adv = reference_advantages(rewards, G)
     eos = trainer.tokenizer.eos_token_id
     cut = np.array([len(c) == 3 and c[-1] != eos for c in comp.completion_ids])
     assert 0 < cut.mean() < 1, "the seed should give cut and whole completions"
@@ -210,8 +199,8 @@ def test_remax_baseline_is_the_greedy_completions_reward(make_config):
     greedy = HFSampler(start, trainer.tokenizer).sample(
         prompts, 1, SamplingParams(max_new_tokens=4, temperature=0.0)
     )
-    baseline = np.repeat(sums_rewarded(prompts, greedy.texts), G)
-    rewards = sums_rewarded([p for p in prompts for _ in range(G)], batch.completions.texts)
+    baseline = np.repeat(reference_rewards(prompts, greedy.texts), G)
+    rewards = reference_rewards([p for p in prompts for _ in range(G)], batch.completions.texts)
     np.testing.assert_array_equal(batch.advantages, rewards - baseline)
     assert (batch.advantages != 0).any()
 

@@ -414,9 +414,9 @@ def export_model(
         raise InvalidInputError(f"output directory {str(out)!r} already exists and is not empty")
     if dtype is not None and dtype not in DTYPES:
         raise InvalidInputError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
-    if (ckpt / "sharded" / ".metadata").is_file():  # --parallel fsdp: base and adapters inside
-        from grpo_fast.checkpoint import load_sharded_model  # (it imports this module)
+    from grpo_fast.checkpoint import is_sharded, load_sharded_model  # (it imports this module)
 
+    if is_sharded(ckpt):  # --parallel fsdp: base and adapters inside
         model = load_sharded_model(ckpt)
         if is_peft_model(model):
             model = model.merge_and_unload()

@@ -746,6 +746,9 @@ class Trainer:
         kept: list[Batch] = []
         stats: dict[str, Any] = {"time_sampling": 0.0, "time_verify": 0.0}
         rounds = 1 + (cfg.max_refill_rounds if cfg.dynamic_sampling else 0)
+        # The whole step's groups (every rank's), and this rank's rows of them.
+        group_ids = np.repeat(np.arange(P * dist.world), G)
+        mine = slice(dist.rank * P * G, (dist.rank + 1) * P * G)
         for r in range(rounds):
             # The same draw on every rank; each takes its slice.
             idx_all = self.prompts.draw(P * dist.world)
@@ -762,7 +765,7 @@ class Trainer:
             total = dist.gather(scores.total)
             adv = grpo_fast.compute_advantages(
                 total,
-                np.repeat(np.arange(P * dist.world), G),
+                group_ids,
                 estimator=cfg.estimator,
                 scale=cfg.scale,
                 **inputs,
@@ -778,15 +781,13 @@ class Trainer:
                     solve_rate=_nanmean(adv.solve_rate),
                     frac_zero_std=float(adv.frac_zero_std),
                 )
-            mine = slice(dist.rank * P * G, (dist.rank + 1) * P * G)
             advantages = adv.advantages[mine]
             if self.process is not None:  # [P * G, T]: outcome + weight * process
-                groups = np.repeat(np.arange(P * dist.world), G)[mine]
                 advantages, step_stats = self.process.token_advantages(
                     comp.texts,
                     comp.completion_ids,
                     self.tokenizer,
-                    groups,
+                    group_ids[mine],
                     advantages,
                     rows,
                     scale=cfg.scale,
