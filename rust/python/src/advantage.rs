@@ -5,7 +5,7 @@ use std::mem::MaybeUninit;
 use grpo_fast_core::advantage::{self, GroupStats, Params, Reward};
 use grpo_fast_core::baseline::{self, Inputs};
 use grpo_fast_core::group::{self, Groups};
-use grpo_fast_core::{names, CoreError};
+use grpo_fast_core::CoreError;
 use numpy::{
     IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyUntypedArrayMethods,
@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::errors::{invalid, run_sized, to_pyerr};
+use crate::options::name_arg;
 use crate::text::type_name;
 
 /// Group ids as the Python façade prepares them: an int64 array, a list of
@@ -409,21 +410,6 @@ impl AdvantageResult {
             self.len, self.num_groups, self.frac_zero_std
         )
     }
-}
-
-/// The variant of `T` named by a Python `str` (aliases included).
-fn name_arg<T: std::str::FromStr + strum::VariantNames>(
-    what: &'static str,
-    obj: &Bound<'_, PyAny>,
-) -> PyResult<T> {
-    let name = obj.cast::<PyString>().map_err(|_| {
-        invalid(format!(
-            "{what} must be a str, one of {}; not {}",
-            T::VARIANTS.join(", "),
-            type_name(obj)
-        ))
-    })?;
-    names::parse(what, &name.to_cow()?).map_err(to_pyerr)
 }
 
 /// Advantages and group statistics; the façade `grpo_fast.compute_advantages`

@@ -33,6 +33,21 @@ pub fn count(name: &str, value: &Bound<'_, PyAny>, min: u64, max: u64) -> PyResu
     })
 }
 
+/// The variant of `T` named by a Python `str` (aliases included).
+pub fn name_arg<T: std::str::FromStr + strum::VariantNames>(
+    what: &'static str,
+    obj: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    let name = obj.cast::<PyString>().map_err(|_| {
+        invalid(format!(
+            "{what} must be a str, one of {}; not {}",
+            T::VARIANTS.join(", "),
+            type_name(obj)
+        ))
+    })?;
+    names::parse(what, &name.to_cow()?).map_err(to_pyerr)
+}
+
 pub fn length(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
     match value {
         None => Ok(default),

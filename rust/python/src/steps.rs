@@ -11,7 +11,7 @@ use pyo3::types::PyString;
 
 use crate::advantage::groups_of;
 use crate::errors::{invalid, run, to_pyerr};
-use crate::options::{count, length, tolerance};
+use crate::options::{count, length, name_arg, tolerance};
 use crate::text::{self, type_name, Held};
 
 /// How completions are split into steps and claims compared
@@ -36,16 +36,7 @@ impl PyStepOptions {
         let d = StepOptions::default();
         let kind = match split {
             None => SplitKind::Lines,
-            Some(v) => {
-                let name = v.cast::<PyString>().map_err(|_| {
-                    invalid(format!(
-                        "split must be a str, one of {}; not {}",
-                        <SplitKind as strum::VariantNames>::VARIANTS.join(", "),
-                        type_name(v)
-                    ))
-                })?;
-                names::parse::<SplitKind>("split", &name.to_cow()?).map_err(to_pyerr)?
-            }
+            Some(v) => name_arg("split", v)?,
         };
         let pattern: Option<String> = match pattern {
             None => None,
