@@ -252,7 +252,7 @@ fn blank_lines() -> &'static Regex {
 
 /// The byte spans of the steps of `text`, trimmed, blank ones dropped.
 fn split(text: &str, how: &Split, max_steps: usize) -> Vec<(usize, usize)> {
-    // Cut points: each piece is `cuts[k].1 .. cuts[k + 1].0`.
+    // Cuts between the pieces: each piece is `bounds[k].1 .. bounds[k + 1].0`.
     let mut bounds: Vec<(usize, usize)> = vec![(0, 0)];
     let mut push = |lo: usize, hi: usize| bounds.push((lo, hi));
     match how {

@@ -271,9 +271,26 @@ fn close(got: f64, want: f64, tol: f64) -> bool {
     (got.is_nan() && want.is_nan()) || (got - want).abs() <= tol
 }
 
-/// Run the core on `rewards` (as `T`) into outputs full of garbage, so that an
-/// element a kernel forgets to write shows, and compare with the reference;
-/// with the kernel the CPU gets and with the portable one.
+/// `(advantages, keep, stats, frac_zero_std)` of the kernel the CPU gets and
+/// of the portable one, each run into outputs full of garbage, so that an
+/// element a kernel forgets to write shows.
+fn both_kernels<T: advantage::Reward>(
+    rewards: &[T],
+    groups: &group::Groups,
+    p: &Params,
+) -> [(Vec<f32>, Vec<bool>, advantage::GroupStats, f64); 2] {
+    [advantage::compute_into, advantage::compute_into_portable].map(|compute| {
+        let mut adv = vec![MaybeUninit::new(f32::NAN); rewards.len()];
+        let mut keep = vec![MaybeUninit::new(true); rewards.len()];
+        let (stats, frac) = compute(rewards, groups, p, &mut adv, &mut keep).unwrap();
+        // SAFETY: every element was initialised (to garbage) above.
+        let adv: Vec<f32> = adv.iter().map(|a| unsafe { a.assume_init() }).collect();
+        let keep: Vec<bool> = keep.iter().map(|k| unsafe { k.assume_init() }).collect();
+        (adv, keep, stats, frac)
+    })
+}
+
+/// Run both kernels on `rewards` (as `T`) and compare with the reference.
 fn check<T: advantage::Reward + std::fmt::Debug>(
     rewards: &[T],
     as_f64: &[f64],
@@ -281,13 +298,7 @@ fn check<T: advantage::Reward + std::fmt::Debug>(
     p: &Params,
 ) -> std::result::Result<(), TestCaseError> {
     let groups = group::group_ints(ids).unwrap();
-    for compute in [advantage::compute_into, advantage::compute_into_portable] {
-        let mut adv = vec![MaybeUninit::new(f32::NAN); rewards.len()];
-        let mut keep = vec![MaybeUninit::new(true); rewards.len()];
-        let (stats, frac) = compute(rewards, &groups, p, &mut adv, &mut keep).unwrap();
-        // SAFETY: every element was initialised (to garbage) above.
-        let adv: Vec<f32> = adv.iter().map(|a| unsafe { a.assume_init() }).collect();
-        let keep: Vec<bool> = keep.iter().map(|k| unsafe { k.assume_init() }).collect();
+    for (adv, keep, stats, frac) in both_kernels(rewards, &groups, p) {
         compare(rewards, as_f64, ids, p, &adv, &keep, &stats, frac)?;
     }
     Ok(())
@@ -420,13 +431,9 @@ fn huge_rewards_are_computed_without_overflow() {
                     ..p
                 },
             );
-            for compute in [advantage::compute_into, advantage::compute_into_portable] {
-                let mut adv = vec![MaybeUninit::new(f32::NAN); big.len()];
-                let mut keep = vec![MaybeUninit::new(true); big.len()];
-                let (stats, _) = compute(&big, &groups, &p, &mut adv, &mut keep).unwrap();
-                for (i, a) in adv.iter().enumerate() {
-                    // SAFETY: initialised above.
-                    let a = f64::from(unsafe { a.assume_init() });
+            for (adv, _, stats, _) in both_kernels(&big, &groups, &p) {
+                for (i, &a) in adv.iter().enumerate() {
+                    let a = f64::from(a);
                     let tol = 1e-6 * (1.0 + want.adv[i].abs());
                     assert!(
                         close(a, want.adv[i], tol),

@@ -5,7 +5,7 @@ use std::mem::MaybeUninit;
 use grpo_fast_core::advantage::{self, GroupStats, Params, Reward};
 use grpo_fast_core::baseline::{self, Inputs};
 use grpo_fast_core::group::{self, Groups};
-use grpo_fast_core::{names, CoreError};
+use grpo_fast_core::CoreError;
 use numpy::{
     IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyUntypedArrayMethods,
@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::errors::{invalid, run_sized, to_pyerr};
+use crate::options::name_arg;
 use crate::text::type_name;
 
 /// Group ids as the Python façade prepares them: an int64 array, a list of
@@ -106,13 +107,15 @@ pub fn group_ids<'py>(
 /// Runs the core into fresh numpy arrays, which it fills without their being
 /// zeroed first (zeroing would cost as much again as writing them); numpy
 /// backs large arrays with huge pages, and the arrays are handed over
-/// without a copy.
+/// without a copy. With `inputs`, the estimators of `baseline` (ReMax's
+/// baselines, OPO's lengths, GPG) compute into vectors instead.
 #[allow(clippy::type_complexity)]
 fn compute<'py, R: Reward + numpy::Element>(
     py: Python<'py>,
     rewards: PyReadonlyArray1<'py, R>,
     groups: &Groups,
     params: &Params,
+    inputs: Option<Inputs<'_>>,
 ) -> PyResult<(
     Bound<'py, PyArray1<f32>>,
     Bound<'py, PyArray1<bool>>,
@@ -123,6 +126,15 @@ fn compute<'py, R: Reward + numpy::Element>(
         .as_slice()
         .map_err(|_| invalid("rewards must be contiguous"))?;
     let n = slice.len();
+    if let Some(inputs) = inputs {
+        let out = run_sized(py, n, || baseline::compute(slice, groups, params, inputs))?;
+        return Ok((
+            out.advantages.into_pyarray(py),
+            out.keep.into_pyarray(py),
+            out.stats,
+            out.frac_zero_std,
+        ));
+    }
     // SAFETY: the arrays are read by no one until `compute_into` has written
     // every element (its contract); on an error they are dropped unread.
     let (adv, keep) = unsafe {
@@ -154,34 +166,6 @@ fn compute<'py, R: Reward + numpy::Element>(
 fn contiguous<'a>(a: &'a PyReadonlyArray1<'_, f64>) -> PyResult<&'a [f64]> {
     a.as_slice()
         .map_err(|_| invalid("baselines and lengths must be contiguous"))
-}
-
-/// The estimators of `baseline` (ReMax's baselines, OPO's lengths, GPG).
-#[allow(clippy::type_complexity)]
-fn with_inputs<'py, R: Reward + numpy::Element>(
-    py: Python<'py>,
-    rewards: PyReadonlyArray1<'py, R>,
-    groups: &Groups,
-    params: &Params,
-    inputs: Inputs<'_>,
-) -> PyResult<(
-    Bound<'py, PyArray1<f32>>,
-    Bound<'py, PyArray1<bool>>,
-    GroupStats,
-    f64,
-)> {
-    let slice = rewards
-        .as_slice()
-        .map_err(|_| invalid("rewards must be contiguous"))?;
-    let out = run_sized(py, slice.len(), || {
-        baseline::compute(slice, groups, params, inputs)
-    })?;
-    Ok((
-        out.advantages.into_pyarray(py),
-        out.keep.into_pyarray(py),
-        out.stats,
-        out.frac_zero_std,
-    ))
 }
 
 /// A per-rollout or per-group array, converted to numpy on first access:
@@ -411,21 +395,6 @@ impl AdvantageResult {
     }
 }
 
-/// The variant of `T` named by a Python `str` (aliases included).
-fn name_arg<T: std::str::FromStr + strum::VariantNames>(
-    what: &'static str,
-    obj: &Bound<'_, PyAny>,
-) -> PyResult<T> {
-    let name = obj.cast::<PyString>().map_err(|_| {
-        invalid(format!(
-            "{what} must be a str, one of {}; not {}",
-            T::VARIANTS.join(", "),
-            type_name(obj)
-        ))
-    })?;
-    names::parse(what, &name.to_cow()?).map_err(to_pyerr)
-}
-
 /// Advantages and group statistics; the façade `grpo_fast.compute_advantages`
 /// documents the arguments.
 #[pyfunction]
@@ -454,25 +423,19 @@ pub fn compute_advantages<'py>(
         success_threshold,
     };
     let groups = groups_of(py, group_ids)?;
+    let inputs = if params.estimator.is_baselined() || baselines.is_some() || lengths.is_some() {
+        Some(Inputs {
+            baselines: baselines.as_ref().map(contiguous).transpose()?,
+            lengths: lengths.as_ref().map(contiguous).transpose()?,
+        })
+    } else {
+        None
+    };
     let (adv, keep, stats, frac_zero_std) =
-        if params.estimator.is_baselined() || baselines.is_some() || lengths.is_some() {
-            let inputs = Inputs {
-                baselines: baselines.as_ref().map(contiguous).transpose()?,
-                lengths: lengths.as_ref().map(contiguous).transpose()?,
-            };
-            if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
-                with_inputs(py, r, &groups, &params, inputs)?
-            } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f64>>() {
-                with_inputs(py, r, &groups, &params, inputs)?
-            } else {
-                return Err(to_pyerr(CoreError::InvalidParameter(
-                    "rewards must be a 1-D float32 or float64 array".into(),
-                )));
-            }
-        } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
-            compute(py, r, &groups, &params)?
+        if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f32>>() {
+            compute(py, r, &groups, &params, inputs)?
         } else if let Ok(r) = rewards.extract::<PyReadonlyArray1<'py, f64>>() {
-            compute(py, r, &groups, &params)?
+            compute(py, r, &groups, &params, inputs)?
         } else {
             return Err(to_pyerr(CoreError::InvalidParameter(
                 "rewards must be a 1-D float32 or float64 array".into(),

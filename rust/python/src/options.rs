@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString};
 
 use crate::errors::{invalid, to_pyerr};
-use crate::text::type_name;
+use crate::text::{shown, type_name};
 
 /// An integer option in `[min, max]`; every failure (a negative, a huge
 /// int such as `2**70`, a non-int, a bool) is an `InvalidInputError`, never
@@ -29,17 +29,26 @@ pub fn count(name: &str, value: &Bound<'_, PyAny>, min: u64, max: u64) -> PyResu
         } else {
             format!("an int in [{min}, {max}]")
         };
-        invalid(format!(
-            "{name} must be {expected}, not {}",
-            value
-                .repr()
-                .map(|r| r.to_string())
-                .unwrap_or_else(|_| type_name(value))
-        ))
+        invalid(format!("{name} must be {expected}, not {}", shown(value)))
     })
 }
 
-fn length(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
+/// The variant of `T` named by a Python `str` (aliases included).
+pub fn name_arg<T: std::str::FromStr + strum::VariantNames>(
+    what: &'static str,
+    obj: &Bound<'_, PyAny>,
+) -> PyResult<T> {
+    let name = obj.cast::<PyString>().map_err(|_| {
+        invalid(format!(
+            "{what} must be a str, one of {}; not {}",
+            T::VARIANTS.join(", "),
+            type_name(obj)
+        ))
+    })?;
+    names::parse(what, &name.to_cow()?).map_err(to_pyerr)
+}
+
+pub fn length(name: &str, value: Option<&Bound<'_, PyAny>>, default: usize) -> PyResult<usize> {
     match value {
         None => Ok(default),
         Some(v) => Ok(count(name, v, 0, usize::MAX as u64)? as usize),
@@ -89,10 +98,24 @@ fn flag(name: &str, value: Option<&Bound<'_, PyAny>>, default: bool) -> PyResult
     }
     Err(invalid(format!(
         "{name} must be True or False, not {}",
-        v.repr()
-            .map(|r| r.to_string())
-            .unwrap_or_else(|_| type_name(v))
+        shown(v)
     )))
+}
+
+/// A tolerance option: a finite number >= 0 (a bool is a mistake, not 0 or 1).
+pub fn tolerance(name: &str, value: Option<&Bound<'_, PyAny>>, default: f64) -> PyResult<f64> {
+    let Some(v) = value else {
+        return Ok(default);
+    };
+    v.extract::<f64>()
+        .ok()
+        .filter(|x| !v.is_instance_of::<PyBool>() && x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| {
+            invalid(format!(
+                "{name} must be a finite number >= 0, not {}",
+                shown(v)
+            ))
+        })
 }
 
 fn extract_options(
@@ -196,21 +219,7 @@ impl PyVerifyOptions {
         think: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let d = VerifyOptions::default();
-        let rel_tol = match rel_tol {
-            None => d.rel_tol,
-            Some(v) => v
-                .extract::<f64>()
-                .ok()
-                .filter(|x| !v.is_instance_of::<PyBool>() && x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "rel_tol must be a finite number >= 0, not {}",
-                        v.repr()
-                            .map(|r| r.to_string())
-                            .unwrap_or_else(|_| type_name(v))
-                    ))
-                })?,
-        };
+        let rel_tol = tolerance("rel_tol", rel_tol, d.rel_tol)?;
         let allow_set_relation_comp = match allow_set_relation_comp {
             None => d.allow_set_relation_comp,
             Some(v) => v.is_truthy()?,

@@ -7,11 +7,11 @@ use grpo_fast_core::{names, CoreError};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyString};
+use pyo3::types::PyString;
 
 use crate::advantage::groups_of;
 use crate::errors::{invalid, run, to_pyerr};
-use crate::options::count;
+use crate::options::{count, length, name_arg, tolerance};
 use crate::text::{self, type_name, Held};
 
 /// How completions are split into steps and claims compared
@@ -36,16 +36,7 @@ impl PyStepOptions {
         let d = StepOptions::default();
         let kind = match split {
             None => SplitKind::Lines,
-            Some(v) => {
-                let name = v.cast::<PyString>().map_err(|_| {
-                    invalid(format!(
-                        "split must be a str, one of {}; not {}",
-                        <SplitKind as strum::VariantNames>::VARIANTS.join(", "),
-                        type_name(v)
-                    ))
-                })?;
-                names::parse::<SplitKind>("split", &name.to_cow()?).map_err(to_pyerr)?
-            }
+            Some(v) => name_arg("split", v)?,
         };
         let pattern: Option<String> = match pattern {
             None => None,
@@ -56,25 +47,8 @@ impl PyStepOptions {
                     .into_owned(),
             ),
         };
-        let rel_tol = match rel_tol {
-            None => d.compare.rel_tol,
-            Some(v) => v
-                .extract::<f64>()
-                .ok()
-                .filter(|x| !v.is_instance_of::<PyBool>() && x.is_finite() && *x >= 0.0)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "rel_tol must be a finite number >= 0, not {}",
-                        v.repr()
-                            .map(|r| r.to_string())
-                            .unwrap_or_else(|_| type_name(v))
-                    ))
-                })?,
-        };
-        let max_len = match max_length {
-            None => d.max_len,
-            Some(v) => count("max_length", v, 0, usize::MAX as u64)? as usize,
-        };
+        let rel_tol = tolerance("rel_tol", rel_tol, d.compare.rel_tol)?;
+        let max_len = length("max_length", max_length, d.max_len)?;
         let split = Split::new(kind, pattern.as_deref()).map_err(to_pyerr)?;
         let mut compare = d.compare.clone();
         compare.rel_tol = rel_tol;

@@ -69,6 +69,14 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_default()
 }
 
+/// A bad value as an error message shows it: its `repr`, or its type's name
+/// when `repr` fails.
+pub fn shown(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| type_name(obj))
+}
+
 /// One `str` argument, or an `InvalidInputError` naming it.
 pub fn one<'py>(what: &str, obj: &Bound<'py, PyAny>, limit: usize) -> PyResult<Held<'py>> {
     let s = obj

@@ -35,15 +35,29 @@ const TIGHT: f64 = 1e-9;
 const SAMPLE_POINTS: usize = 5;
 
 pub(crate) struct Cmp<'a> {
-    pub opts: &'a CompareOptions,
+    opts: &'a CompareOptions,
     /// The two answers being compared: the sample points are drawn from a
     /// hash of both, so no expression can be built to vanish at them.
-    pub roots: (&'a Node, &'a Node),
-    pub seed: std::cell::Cell<Option<u64>>,
-    pub calls: std::cell::Cell<u64>,
-    pub cheap: std::cell::Cell<u64>,
+    roots: (&'a Node, &'a Node),
+    seed: std::cell::Cell<Option<u64>>,
+    calls: std::cell::Cell<u64>,
+    cheap: std::cell::Cell<u64>,
     /// Units of exact arithmetic spent so far (see [`super::Limits::max_work`]).
-    pub work: std::cell::Cell<u64>,
+    work: std::cell::Cell<u64>,
+}
+
+impl<'a> Cmp<'a> {
+    /// A comparison of `roots` with its budgets unspent.
+    pub(crate) fn new(opts: &'a CompareOptions, roots: (&'a Node, &'a Node)) -> Self {
+        Cmp {
+            opts,
+            roots,
+            seed: std::cell::Cell::new(None),
+            calls: std::cell::Cell::new(0),
+            cheap: std::cell::Cell::new(0),
+            work: std::cell::Cell::new(0),
+        }
+    }
 }
 
 fn singleton(n: &Node) -> &Node {
@@ -818,7 +832,7 @@ fn ten_to(e: i32) -> BigRational {
 /// truncated at its last digit, carries at least 4 significant digits and
 /// `x` is a value it cannot write exactly; `None` otherwise (the ordinary
 /// comparison decides).
-pub(crate) fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
+fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
     rounds_to_real(d, e, &real_value(x_node, x)?)
 }
 

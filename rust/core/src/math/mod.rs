@@ -207,17 +207,7 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 
 /// [`equivalent`], with the reason when the comparison ran out of budget.
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
-    let cmp = |p: &Node| {
-        compare::Cmp {
-            opts,
-            roots: (&gold.node, p),
-            seed: std::cell::Cell::new(None),
-            calls: std::cell::Cell::new(0),
-            cheap: std::cell::Cell::new(0),
-            work: std::cell::Cell::new(0),
-        }
-        .equiv(&gold.node, p)
-    };
+    let cmp = |p: &Node| compare::Cmp::new(opts, (&gold.node, p)).equiv(&gold.node, p);
     if cmp(&pred.node)? {
         return Ok(true);
     }
@@ -240,17 +230,7 @@ pub fn claim_holds(a: &Value, b: &Value, opts: &CompareOptions) -> Result<Option
     if !constant_scalar(&a.node) || !constant_scalar(&b.node) {
         return Ok(None);
     }
-    let cmp = |g: &Node, p: &Node| {
-        compare::Cmp {
-            opts,
-            roots: (g, p),
-            seed: std::cell::Cell::new(None),
-            calls: std::cell::Cell::new(0),
-            cheap: std::cell::Cell::new(0),
-            work: std::cell::Cell::new(0),
-        }
-        .scalar_values(g, p)
-    };
+    let cmp = |g: &Node, p: &Node| compare::Cmp::new(opts, (g, p)).scalar_values(g, p);
     // The precision rule reads the decimal with fewer digits as the
     // prediction; a claim has no gold side, so either order may hold.
     Ok(Some(cmp(&a.node, &b.node)? || cmp(&b.node, &a.node)?))
