@@ -1,0 +1,38 @@
+"""Samplers: G completions per prompt, with their token ids and log-probs.
+
+Backends behind one :class:`Sampler` protocol, one module each, named in
+:data:`BACKENDS`:
+
+- ``"hf"``: :class:`HFSampler` runs transformers ``generate`` on the training
+  model itself (CPU or GPU), so new weights are live at once.
+- ``"vllm"``: :class:`VLLMSampler` runs a vLLM engine (``n=G`` per prompt) and
+  gets the trainer's weights pushed after each optimizer step. vLLM is the
+  optional extra ``grpo-fast[vllm]`` and is imported only when this class is
+  built.
+"""
+
+from __future__ import annotations
+
+from grpo_fast.sampling.base import (
+    Completions,
+    Sampler,
+    SamplingParams,
+    check_prompts,
+    truncated,
+)
+from grpo_fast.sampling.hf import HFSampler
+from grpo_fast.sampling.vllm import VLLMSampler
+
+# --sampler NAME -> the class that samples with it.
+BACKENDS: dict[str, type] = {"hf": HFSampler, "vllm": VLLMSampler}
+
+__all__ = [
+    "BACKENDS",
+    "Completions",
+    "HFSampler",
+    "Sampler",
+    "SamplingParams",
+    "VLLMSampler",
+    "check_prompts",
+    "truncated",
+]

@@ -1,0 +1,128 @@
+"""Sampling with transformers ``generate`` on the training model itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from grpo_fast.errors import InvalidInputError
+from grpo_fast.modeling import decoder_of, prefill_groups
+from grpo_fast.sampling.base import Completions, SamplingParams, check_prompts
+
+__all__ = ["HFSampler"]
+
+
+class HFSampler:
+    """Sampling with transformers ``generate`` on the training model itself.
+
+    Parameters
+    ----------
+    model : transformers PreTrainedModel
+        Shared with the trainer: there is nothing to copy after an update.
+    tokenizer : transformers tokenizer
+        Needs a pad token; prompts are left-padded for batched generation.
+    batch_size : int or None
+        Rows per ``generate`` call (``None``: all ``len(prompts) * n`` at once).
+    logprobs : bool
+        Report the sampled tokens' log-probs (costs keeping every step's
+        scores; the trainer recomputes them in its loss forward and turns
+        this off).
+
+    Examples
+    --------
+    >>> sampler = HFSampler(model, tokenizer)  # doctest: +SKIP
+    >>> params = SamplingParams(max_new_tokens=4)  # doctest: +SKIP
+    >>> out = sampler.sample(["12+34="], n=8, params=params)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self, model: Any, tokenizer: Any, *, batch_size: int | None = None, logprobs: bool = True
+    ) -> None:
+        if tokenizer.pad_token_id is None:
+            raise InvalidInputError("the tokenizer has no pad token; set tokenizer.pad_token")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.logprobs = logprobs
+
+    def update_weights(self, model: Any) -> None:
+        self.model = model
+
+    def _shared_prompt_cache(self, n: int, enc: dict[str, Any]) -> dict[str, Any]:
+        """Prefill each prompt once and repeat its key/value cache for its ``n`` samples
+        (:func:`~grpo_fast.modeling.prefill_groups`).
+
+        ``generate`` then only runs the last prompt token and the new ones;
+        the samples (and the random stream) are the same as without it.
+        """
+        if enc["input_ids"].shape[1] < 2:
+            return {}
+        ids, attn = enc["input_ids"][:, :-1], enc["attention_mask"][:, :-1]
+        with torch.inference_mode():
+            pre = prefill_groups(decoder_of(self.model), ids, attn, n)
+        return {} if pre is None else {pre.argument: pre.cache}
+
+    def sample(self, prompts: list[str], n: int, params: SamplingParams) -> Completions:
+        check_prompts(prompts, n)
+        tok = self.tokenizer
+        rows = [p for p in prompts for _ in range(n)]
+        step = self.batch_size or len(rows)
+        texts: list[str] = []
+        prompt_ids: list[list[int]] = []
+        completion_ids: list[list[int]] = []
+        logprobs: list[list[float]] = []
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for start in range(0, len(rows), step):
+                chunk = rows[start : start + step]
+                enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+                enc = {k: v.to(self.model.device) for k, v in enc.items()}
+                greedy = params.temperature == 0
+                kwargs: dict[str, Any] = {"do_sample": not greedy}
+                if not greedy:
+                    kwargs.update(
+                        temperature=params.temperature, top_p=params.top_p, top_k=params.top_k
+                    )
+                else:
+                    kwargs.update(temperature=None, top_p=None, top_k=None)
+                if n > 1 and step == len(rows):
+                    kwargs.update(self._shared_prompt_cache(n, enc))
+                with torch.inference_mode():
+                    out = self.model.generate(
+                        **enc,
+                        max_new_tokens=params.max_new_tokens,
+                        pad_token_id=tok.pad_token_id,
+                        eos_token_id=tok.eos_token_id,
+                        return_dict_in_generate=True,
+                        output_scores=self.logprobs,
+                        # Each process generates alone; under FSDP2 the trainer gathers
+                        # the whole weights first (transformers would wait for the others).
+                        synced_gpus=False,
+                        **kwargs,
+                    )
+                width = enc["input_ids"].shape[1]
+                new = out.sequences[:, width:]
+                lp = None
+                if self.logprobs:
+                    # scores are the processed logits each token was drawn from.
+                    scores = torch.stack(out.scores, dim=1).float().log_softmax(-1)
+                    lp = scores.gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
+                for i in range(new.shape[0]):
+                    ids = new[i].tolist()
+                    if tok.eos_token_id in ids:
+                        ids = ids[: ids.index(tok.eos_token_id) + 1]
+                    mask = enc["attention_mask"][i].bool()
+                    prompt_ids.append(enc["input_ids"][i][mask].tolist())
+                    completion_ids.append(ids)
+                    if lp is not None:
+                        logprobs.append(lp[i, : len(ids)].tolist())
+                texts.extend(
+                    tok.batch_decode(completion_ids[-new.shape[0] :], skip_special_tokens=True)
+                )
+        finally:
+            self.model.train(was_training)
+        return Completions(
+            texts, prompt_ids, completion_ids, logprobs if self.logprobs else None, n
+        )
