@@ -30,6 +30,7 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -325,22 +326,24 @@ def _verl_override(item: str) -> None:
     verl = pytest.importorskip("verl")
     from omegaconf import OmegaConf
 
+    with warnings.catch_warnings():  # verl's imports warn (Ray deprecations); tests error on it
+        warnings.simplefilter("ignore")
+        core_algos = importlib.import_module("verl.trainer.ppo.core_algos")
+        managers = importlib.import_module("verl.experimental.reward_loop.reward_manager")
+
     key, _, value = item.lstrip("+").partition("=")
     if not item.startswith("+"):
         path = Path(verl.__file__).parent / "trainer/config/_generated_ppo_trainer.yaml"
         config = OmegaConf.load(path)
         missing = object()
         assert OmegaConf.select(config, key, default=missing) is not missing, f"verl: no {key}"
-    from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
-    from verl.trainer.ppo import core_algos
-
     from grpo_fast.integrations import verl as gf_verl
 
     gf_verl.register_verl_estimators()
     gf_verl.register_verl_policy_losses()
     gf_verl.register_verl_reward_manager()
     if key == "reward.reward_manager.name":
-        get_reward_manager_cls(value)
+        managers.get_reward_manager_cls(value)
     elif key == "algorithm.adv_estimator":
         core_algos.get_adv_estimator_fn(value)
     elif key == "actor_rollout_ref.actor.policy_loss.loss_mode":
