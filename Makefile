@@ -77,7 +77,7 @@ test-vllm: $(VLLM_STAMP) $(STAMP) ## the vLLM samplers' tests in .venv-vllm, wit
 	$(VENV)/bin/maturin build --release --quiet --out $(VLLM_WHEEL_DIR)
 	@# The training extras too; torch and the rest stay as vLLM has them (the override).
 	$(VLLM_UV) --reinstall-package grpo-fast "$$(ls $(VLLM_WHEEL_DIR)/grpo_fast-*.whl)[train]"
-	$(VLLM_ENV) $(VLLM_PY) -m pytest tests/vllm -q -p no:cacheprovider
+	$(VLLM_ENV) $(VLLM_PY) -m pytest tests/vllm_samplers -q -p no:cacheprovider
 
 fmt: ## format Rust and Python
 	cargo fmt --all

@@ -178,7 +178,24 @@ class TrainerConfig:
     prompts_per_step: int = field(default=8, metadata=_doc("prompts per step (per rank)"))
     num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt"))
     # Sampling.
-    sampler: Literal["hf", "vllm"] = field(default="hf", metadata=_doc("generation backend"))
+    sampler: Literal["hf", "vllm", "vllm-server"] = field(
+        default="hf",
+        metadata=_doc(
+            "generation backend: hf (transformers generate on the training model), vllm (a "
+            "vLLM engine in this process), vllm-server (a vLLM server over HTTP: --vllm-url, "
+            "or one started here); docs/vllm.md"
+        ),
+    )
+    vllm_url: str | None = field(
+        default=None,
+        metadata=_doc(
+            "a running vLLM server for --sampler vllm-server, on this machine (default: start "
+            "one and stop it with the run)"
+        ),
+    )
+    vllm_dtype: Literal["auto", "fp32", "bf16", "fp16"] = field(
+        default="auto", metadata=_doc("the vLLM engine's precision (auto: --dtype's)")
+    )
     max_new_tokens: int = field(
         default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included")
     )
@@ -428,11 +445,6 @@ class TrainerConfig:
                 importlib.util.find_spec("peft") is not None,
                 "LoRA (lora_r > 0) needs peft: pip install 'grpo-fast[peft]'",
             )
-            need(
-                self.sampler == "hf",
-                "LoRA (lora_r > 0) samples with --sampler hf: the vLLM sampler takes full "
-                "weights, not adapters",
-            )
         if self.parallel == "fsdp":
             need(
                 self.sampler == "hf",
@@ -444,6 +456,10 @@ class TrainerConfig:
                 "--parallel fsdp trains in fp32 or bf16: fp16's loss scaling would see only "
                 "this rank's shard of the gradients; use --dtype bf16",
             )
+        need(
+            self.vllm_url is None or self.sampler == "vllm-server",
+            f"--vllm-url is for --sampler vllm-server (this run samples with {self.sampler})",
+        )
         for name in ("prompt_column", "answer_column"):
             need(bool(getattr(self, name)), f"{name} must name a column")
 
@@ -513,13 +529,22 @@ def sampler_correction(cfg: TrainerConfig) -> str:
     (it samples with the training model itself: the same log-probs)."""
     if cfg.sampler_correction != "auto":
         return cfg.sampler_correction
-    return "tis" if cfg.sampler == "vllm" else "none"
+    return "none" if cfg.sampler == "hf" else "tis"
 
 
 def build_sampler(cfg: TrainerConfig, model: Any, tokenizer: Any) -> Any:
-    """``HFSampler`` on the training model itself, or a colocated ``VLLMSampler``."""
+    """``HFSampler`` on the training model itself, a colocated ``VLLMSampler`` or a
+    ``VLLMServerSampler``; vLLM's precision is the trainer's unless ``vllm_dtype`` says."""
+    dtype = cfg.dtype if cfg.vllm_dtype == "auto" else cfg.vllm_dtype
+    eager = _device_type(cfg.device) == "cpu"  # compiled graphs: minutes of start-up on a CPU
     if cfg.sampler == "vllm":
-        return VLLMSampler(cfg.model, seed=cfg.seed)
+        return VLLMSampler(cfg.model, dtype=dtype, seed=cfg.seed, enforce_eager=eager)
+    if cfg.sampler == "vllm-server":
+        from grpo_fast.sampling.vllm_server import VLLMServerSampler
+
+        args = ["--seed", str(cfg.seed), "--gpu-memory-utilization", "0.3"]
+        args += ["--enforce-eager"] if eager else []
+        return VLLMServerSampler(cfg.vllm_url, model=cfg.model, dtype=dtype, server_args=args)
     # The loss recomputes the log-probs in its own forward: the sampler's are needed
     # only for a sampler correction asked for by name.
     return HFSampler(model, tokenizer, logprobs=sampler_correction(cfg) != "none")

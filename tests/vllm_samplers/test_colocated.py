@@ -88,11 +88,11 @@ def test_prefix_cache_is_dropped_after_a_push(sampler, model):
 
 
 def test_lora_pushes_merged_weights(sampler, model):
-    peft = pytest.importorskip("peft")
-    lora = peft.get_peft_model(
-        copy.deepcopy(model),
-        peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"]),
-    )
+    pytest.importorskip("peft")
+    from grpo_fast.modeling import LoraOptions, add_lora
+
+    targets = ("q_proj", "v_proj", "down_proj")
+    lora = add_lora(copy.deepcopy(model), LoraOptions(r=4, alpha=8, target_modules=targets))
     with torch.no_grad():  # B starts at 0 (no change): make the adapters matter
         for name, p in lora.named_parameters():
             if "lora_B" in name:
