@@ -76,13 +76,17 @@ def child_generate(a: dict) -> dict:
     if a["backend"] == "hf":
         torch.set_num_threads(a["threads"])
         model = transformers.AutoModelForCausalLM.from_pretrained(a["model"], dtype=torch.float32)
-        sampler = HFSampler(model.to(a["device"]), transformers.AutoTokenizer.from_pretrained(
-            a["model"]), logprobs=False)
+        sampler = HFSampler(
+            model.to(a["device"]),
+            transformers.AutoTokenizer.from_pretrained(a["model"]),
+            logprobs=False,
+        )
     else:
         from grpo_fast.sampling.vllm import VLLMSampler
 
-        sampler = VLLMSampler(a["model"], dtype="fp32", enforce_eager=a["device"] == "cpu",
-                              max_model_len=512)
+        sampler = VLLMSampler(
+            a["model"], dtype="fp32", enforce_eager=a["device"] == "cpu", max_model_len=512
+        )
     sampler.sample(ps[:2], 2, params)  # warm-up
     runs = []
     tokens = 0
@@ -213,15 +217,19 @@ def main() -> int:
     big_vllm = results["generate"].get("big/vllm", {})
     if "push_seconds" in big_vllm:
         per_gb = big_vllm["push_seconds"] / big_vllm["push_gb"]
-        print(f"  push: {big_vllm['push_seconds']:.2f} s for {big_vllm['push_gb']:.2f} GB "
-              f"({per_gb:.2f} s/GB)")
+        print(
+            f"  push: {big_vllm['push_seconds']:.2f} s for {big_vllm['push_gb']:.2f} GB "
+            f"({per_gb:.2f} s/GB)"
+        )
         results["push_seconds_per_gb"] = per_gb
     hf, vl = results["train"].get("hf"), results["train"].get("vllm")
     if hf and vl and "error" not in hf and "error" not in vl:
-        print(f"  training, {args.steps} steps: {hf['steps_per_s']:.2f} vs "
-              f"{vl['steps_per_s']:.2f} steps/s (vLLM {vl['steps_per_s'] / hf['steps_per_s']:.2f}x"
-              f" HF); held-out accuracy {hf['accuracy']:.1%} vs {vl['accuracy']:.1%} "
-              f"(from {hf['accuracy_start']:.1%})")
+        print(
+            f"  training, {args.steps} steps: {hf['steps_per_s']:.2f} vs "
+            f"{vl['steps_per_s']:.2f} steps/s (vLLM {vl['steps_per_s'] / hf['steps_per_s']:.2f}x"
+            f" HF); held-out accuracy {hf['accuracy']:.1%} vs {vl['accuracy']:.1%} "
+            f"(from {hf['accuracy_start']:.1%})"
+        )
     print(f"  total {time.perf_counter() - t_start:.0f} s")
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2) + "\n")

@@ -717,6 +717,8 @@ class Trainer:
         if resume is not None:
             self._load_checkpoint(resume)
             self._saved_step = self.step_count
+        else:  # a vLLM engine or server may hold other weights (a given model, a running server)
+            self.sampler.update_weights(self.model)
         self.metrics = None
         if self.is_main:
             # --resume auto without a checkpoint yet starts over: the old files go.

@@ -16,7 +16,6 @@ pytest.importorskip("vllm", reason="vLLM is not installed here: make test-vllm r
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from vllm_helpers import (  # noqa: E402
-    DATA_DIR,
     DEMO,
     long_context_model,
     max_logprob_gap,
@@ -120,7 +119,7 @@ def train(tmp_path, *args):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "grpo_fast", "train", "--sampler", "vllm", "--output-dir"]
     cmd += [str(run), "--max-steps", "3", "--prompts-per-step", "4", "--num-generations", "4"]
-    cmd += ["--eval-every", "0", "--no-plot", "--no-progress", *args]
+    cmd += ["--eval-every", "0", "--eval-size", "16", "--no-plot", "--no-progress", *args]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return read_metrics(run)

@@ -74,7 +74,16 @@ def test_training_over_http_has_no_mismatch(sampler, tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "grpo_fast", "train", "--sampler", "vllm-server"]
     cmd += ["--vllm-url", sampler.url, "--output-dir", str(run), "--max-steps", "3"]
-    cmd += ["--prompts-per-step", "4", "--num-generations", "4", "--eval-every", "0"]
+    cmd += [
+        "--prompts-per-step",
+        "4",
+        "--num-generations",
+        "4",
+        "--eval-every",
+        "0",
+        "--eval-size",
+        "16",
+    ]
     cmd += ["--no-plot", "--no-progress"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -25,7 +25,8 @@ import sys, time
 from grpo_fast.sampling.vllm_server import VLLMServer
 
 if __name__ == "__main__":
-    server = VLLMServer(sys.argv[1], dtype="fp32", args=["--enforce-eager", "--max-model-len", "32"])
+    args = ["--enforce-eager", "--max-model-len", "32"]
+    server = VLLMServer(sys.argv[1], dtype="fp32", args=args)
     print(server.proc.pid, flush=True)
     time.sleep(600)
 """

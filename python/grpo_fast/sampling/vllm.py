@@ -214,7 +214,8 @@ class VLLMSampler:
     Examples
     --------
     >>> sampler = VLLMSampler("path/to/model", dtype="fp32")  # doctest: +SKIP
-    >>> out = sampler.sample(["12+34="], n=8, params=SamplingParams(max_new_tokens=4))  # doctest: +SKIP
+    >>> params = SamplingParams(max_new_tokens=4)  # doctest: +SKIP
+    >>> out = sampler.sample(["12+34="], n=8, params=params)  # doctest: +SKIP
     >>> sampler.update_weights(model)  # doctest: +SKIP
     """
 
@@ -288,7 +289,9 @@ class VLLMSampler:
         sp = self._vllm.SamplingParams(**vllm_sampling_kwargs(params, n), logprobs=0)
         tok = self.tokenizer
         # Token ids as HFSampler has them: the prompt's own, no special tokens added.
-        inputs = [{"prompt_token_ids": tok(p, add_special_tokens=False)["input_ids"]} for p in prompts]
+        inputs = [
+            {"prompt_token_ids": tok(p, add_special_tokens=False)["input_ids"]} for p in prompts
+        ]
         with _no_autocast():
             outputs = self.llm.generate(inputs, sp, use_tqdm=False)
         texts: list[str] = []

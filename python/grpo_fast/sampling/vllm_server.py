@@ -269,7 +269,8 @@ class VLLMServerSampler:
     Examples
     --------
     >>> sampler = VLLMServerSampler("http://127.0.0.1:8000")  # doctest: +SKIP
-    >>> out = sampler.sample(["12+34="], n=8, params=SamplingParams(max_new_tokens=4))  # doctest: +SKIP
+    >>> params = SamplingParams(max_new_tokens=4)  # doctest: +SKIP
+    >>> out = sampler.sample(["12+34="], n=8, params=params)  # doctest: +SKIP
     >>> sampler.push_weights(model)  # doctest: +SKIP
     1
     """
