@@ -48,13 +48,12 @@ def group_members(pgid: int) -> list[int]:
 def start_trainer(tmp_path):
     script = tmp_path / "trainer.py"
     script.write_text(TRAINER)
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(DEMO)],
-        stdout=subprocess.PIPE,
-        stderr=open(tmp_path / "trainer.log", "wb"),  # noqa: SIM115
-        text=True,
-    )
+    with open(tmp_path / "trainer.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(DEMO)], stdout=subprocess.PIPE, stderr=log, text=True
+        )
     line = proc.stdout.readline()
+    proc.stdout.close()
     assert line.strip().isdigit(), (tmp_path / "trainer.log").read_text()[-3000:]
     server = int(line)
     assert server in group_members(server)  # the server leads a group of its own
@@ -80,3 +79,13 @@ def test_no_server_left_when_the_trainer_stops(tmp_path, sig):
             proc.kill()
         for pid in group_members(server):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_model_the_server_cannot_load_is_reported_with_its_log(tmp_path):
+    """The server exits while starting: the error says so and quotes vLLM's reason."""
+    from grpo_fast.sampling.vllm_server import VLLMServerError, VLLMServerSampler
+
+    (tmp_path / "config.json").write_text('{"architectures": ["NoSuchModelForCausalLM"]}')
+    with pytest.raises(VLLMServerError, match=r"exited with code \d+; its last log lines") as e:
+        VLLMServerSampler(model=str(tmp_path), server_args=["--enforce-eager"])
+    assert "NoSuchModel" in str(e.value) or "model_type" in str(e.value), str(e.value)[-2000:]
