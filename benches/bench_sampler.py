@@ -112,7 +112,7 @@ def child_generate(a: dict) -> dict:
 
 
 def child_train(a: dict) -> dict:
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     with tempfile.TemporaryDirectory() as out:
         cfg = TrainerConfig(

@@ -88,7 +88,7 @@ def test_prefix_cache_is_dropped_after_a_push(sampler, model):
 
 def test_lora_pushes_merged_weights(sampler, model):
     pytest.importorskip("peft")
-    from grpo_fast.modeling import LoraOptions, add_lora
+    from grpo_fast.train.modeling import LoraOptions, add_lora
 
     targets = ("q_proj", "v_proj", "down_proj")
     lora = add_lora(copy.deepcopy(model), LoraOptions(r=4, alpha=8, target_modules=targets))
@@ -138,7 +138,7 @@ def test_training_without_pushes_shows_the_mismatch(tmp_path, sampler, model_dir
     """A training run on the module's engine with the push switched off after the
     first one: the engine keeps the first weights, and the trainer measures the gap
     (the reward, the completion's length, moves the random model at once)."""
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     cfg = TrainerConfig(
         model=str(model_dir),

@@ -86,7 +86,7 @@ def test_pushed_weights_are_peft_merged_and_tied_once(tmp_path):
     )
     torch.manual_seed(0)
     base = transformers.Qwen2ForCausalLM(config)
-    from grpo_fast.modeling import LoraOptions, add_lora
+    from grpo_fast.train.modeling import LoraOptions, add_lora
 
     lora = add_lora(copy.deepcopy(base), LoraOptions(r=2, alpha=4, target_modules=("q_proj",)))
     with torch.no_grad():
@@ -111,7 +111,7 @@ def test_pushed_weights_are_peft_merged_and_tied_once(tmp_path):
 
 def test_trainer_options_for_vllm_are_checked_before_anything_loads():
     pytest.importorskip("torch")
-    from grpo_fast.trainer import TrainerConfig, sampler_correction
+    from grpo_fast.train.trainer import TrainerConfig, sampler_correction
 
     with pytest.raises(InvalidInputError, match="--vllm-url is for --sampler vllm-server"):
         TrainerConfig(sampler="vllm", vllm_url="http://127.0.0.1:8000").validate()

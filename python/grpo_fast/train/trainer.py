@@ -273,7 +273,7 @@ class TrainerConfig:
         metadata=_doc(
             "sampler-mismatch correction from the sampler's log-probs: tis (weights "
             "min(ratio, C)), mis (no loss outside [1/C, C]), none (only logged); auto: tis "
-            "with vllm, none with hf"
+            "with vllm and vllm-server, none with hf"
         ),
     )
     sampler_level: Literal[LEVELS] = field(  # type: ignore[valid-type]
