@@ -78,7 +78,7 @@ test-vllm: $(VLLM_STAMP) $(STAMP) ## the vLLM samplers' tests in .venv-vllm, wit
 	@# The training extras too; torch and the rest stay as vLLM has them (the override).
 	$(VLLM_UV) --reinstall-package grpo-fast "$$(ls $(VLLM_WHEEL_DIR)/grpo_fast-*.whl)[train]"
 	@# vLLM and the torch it pins warn of their own deprecations: not errors here.
-	$(VLLM_ENV) $(VLLM_PY) -m pytest tests/vllm_samplers -q -p no:cacheprovider \
+	$(VLLM_ENV) $(VLLM_PY) -m pytest tests/vllm_samplers -q -p no:cacheprovider --durations=5 \
 		-W ignore::DeprecationWarning -W ignore::FutureWarning
 
 fmt: ## format Rust and Python
