@@ -120,7 +120,7 @@ def train(tmp_path, *args):
     cmd = [sys.executable, "-m", "grpo_fast", "train", "--sampler", "vllm", "--output-dir"]
     cmd += [str(run), "--max-steps", "3", "--prompts-per-step", "4", "--num-generations", "4"]
     cmd += ["--eval-every", "0", "--eval-size", "16", "--no-plot", "--no-progress", *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return read_metrics(run)
 

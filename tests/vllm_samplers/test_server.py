@@ -85,7 +85,7 @@ def test_training_over_http_has_no_mismatch(sampler, tmp_path):
         "16",
     ]
     cmd += ["--no-plot", "--no-progress"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     kl = [m["mismatch_kl"] for m in read_metrics(run) if "mismatch_kl" in m]
     assert len(kl) == 3 and max(kl) < 1e-6
