@@ -84,9 +84,8 @@ def child_generate(a: dict) -> dict:
     else:
         from grpo_fast.sampling.vllm import VLLMSampler
 
-        sampler = VLLMSampler(
-            a["model"], dtype="fp32", enforce_eager=a["device"] == "cpu", max_model_len=512
-        )
+        # The model's own context length (the demo has 32 positions; vLLM refuses more).
+        sampler = VLLMSampler(a["model"], dtype="fp32", enforce_eager=a["device"] == "cpu")
     sampler.sample(ps[:2], 2, params)  # warm-up
     runs = []
     tokens = 0
