@@ -114,7 +114,7 @@ def test_one_step_matches_hand_computation(make_config, num_iterations, beta):
 
 def test_sampler_logprobs_match_forward(make_config):
     from grpo_fast.sampling import HFSampler
-    from grpo_fast.train.modeling import completion_logprobs, pack
+    from grpo_fast.train.forward import completion_logprobs, pack
 
     trainer = Trainer(make_config(seed=1))
     prompts = [r["prompt"] for r in trainer.train_rows[:3]]
@@ -370,9 +370,9 @@ def test_batch_take_and_concat_build_new_read_only_batches():
 
 @pytest.mark.parametrize("architecture", ["qwen2", "llama", "gpt2"])
 def test_prefix_shared_forward_equals_the_full_one(tiny_lm, architecture):
-    """modeling.completion_logprobs: the shared-prompt cache path, the full path and
+    """forward.completion_logprobs: the shared-prompt cache path, the full path and
     one unpadded sequence at a time agree, on three architectures."""
-    from grpo_fast.train.modeling import completion_logprobs, decoder_of, pack, prefill_groups
+    from grpo_fast.train.forward import completion_logprobs, decoder_of, pack, prefill_groups
 
     model = tiny_lm(architecture).eval()
     rng = np.random.default_rng(0)

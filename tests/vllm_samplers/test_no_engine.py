@@ -111,7 +111,7 @@ def test_pushed_weights_are_peft_merged_and_tied_once(tmp_path):
 
 def test_trainer_options_for_vllm_are_checked_before_anything_loads():
     pytest.importorskip("torch")
-    from grpo_fast.train.trainer import TrainerConfig, sampler_correction
+    from grpo_fast.train.config import TrainerConfig, sampler_correction
 
     with pytest.raises(InvalidInputError, match="--vllm-url is for --sampler vllm-server"):
         TrainerConfig(sampler="vllm", vllm_url="http://127.0.0.1:8000").validate()
