@@ -1,7 +1,8 @@
-"""One step's rollouts: the rewards of a run and the immutable :class:`Batch`.
+"""The rewards of a run: names, specs and TRL-style functions, assembled once.
 
-The trainer scores completions with what :mod:`grpo_fast.rewards` builds, the
-one reward system of the package. :class:`RunRewards` takes any mix of
+The trainer and the ``score`` and ``eval`` commands score completions with
+what :mod:`grpo_fast.rewards` builds, the one reward system of the package.
+:class:`RunRewards` takes any mix of
 
 - reward specs (``MathReward()``, ``FormatReward(...)``, ...; compiled
   together by :func:`grpo_fast.rewards.combine`, scored in one Rust call),
@@ -40,9 +41,8 @@ import numpy.typing as npt
 
 from grpo_fast import rewards as _rewards
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.sampling import Completions
 
-__all__ = ["REWARD_NAMES", "Batch", "RewardLike", "RunRewards", "parse_reward"]
+__all__ = ["REWARD_NAMES", "THINK_ANSWER_FORMAT", "RewardLike", "RunRewards", "parse_reward"]
 
 #: DeepSeek-R1's format: reasoning in ``<think>`` tags, then the answer in ``<answer>`` tags.
 THINK_ANSWER_FORMAT = r"^<think>.*?</think>\s*<answer>.*?</answer>$"
@@ -158,21 +158,11 @@ class RunRewards:
 
     def __init__(self, parts: Sequence[_rewards.Rewards | _Function]) -> None:
         self.parts = tuple(parts)
-        names: list[str] = []
-        self._names: list[tuple[str, ...]] = []
-        for part in self.parts:
-            own = part.names if isinstance(part, _rewards.Rewards) else (part.name,)
-            unique = []
-            for base in own:
-                name, k = base, 1
-                while name in names:
-                    k += 1
-                    name = f"{base}_{k}"
-                names.append(name)
-                unique.append(name)
-            self._names.append(tuple(unique))
+        own = [p.names if isinstance(p, _rewards.Rewards) else (p.name,) for p in self.parts]
         #: Column names, in order; the first is the one ``eval_accuracy`` reads.
-        self.names: tuple[str, ...] = tuple(names)
+        self.names: tuple[str, ...] = _rewards.unique_names(n for names in own for n in names)
+        ends = np.cumsum([len(names) for names in own])
+        self._names = [self.names[e - len(o) : e] for e, o in zip(ends, own, strict=True)]
 
     @classmethod
     def build(
@@ -262,25 +252,17 @@ class RunRewards:
         rows: Sequence[Mapping[str, Any]],
         completion_ids: Sequence[Sequence[int]] | None,
     ) -> npt.NDArray[np.float32]:
-        keys = [k for k in rows[0] if k != "prompt"] if rows else []
-        columns = {k: [r.get(k) for r in rows] for k in keys}
+        """A TRL-style function, called as TRL's ``GRPOTrainer`` calls it."""
         # As TRL does: conversational prompts get their completions as assistant messages.
         chat = bool(rows) and isinstance(rows[0].get("prompt"), list)
-        out = part.fn(
+        return _rewards.call_reward(
+            part.fn,
+            f"reward {name!r}",
+            len(texts),
             completions=[[{"role": "assistant", "content": t}] for t in texts] if chat else texts,
-            prompts=[r.get("prompt") for r in rows],
             completion_ids=None if completion_ids is None else [list(c) for c in completion_ids],
-            **columns,
+            **_rewards.trl_columns(rows),
         )
-        out = list(out)
-        if len(out) != len(texts):
-            raise InvalidInputError(
-                f"reward {name!r} returned {len(out)} values for {len(texts)} completions"
-            )
-        try:
-            return np.array([np.nan if v is None else float(v) for v in out], np.float32)
-        except (TypeError, ValueError) as e:
-            raise InvalidInputError(f"reward {name!r} returned a non-number: {e}") from None
 
 
 def _is_weighted_fn(x: Any) -> bool:
@@ -296,118 +278,3 @@ def _is_weighted_fn(x: Any) -> bool:
 
 def _fn_name(fn: Any) -> str:
     return str(getattr(fn, "__name__", type(fn).__name__))
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    # A read-only view: the batch cannot be written through, the caller's array is untouched.
-    v = np.asarray(a).view()
-    v.flags.writeable = False
-    return v
-
-
-@dataclass(frozen=True)
-class Batch:
-    """One generation batch on this rank: whole groups of ``G`` rollouts, ready for the loss.
-
-    Immutable: its arrays are read-only, :meth:`take` and :meth:`concat`
-    build new batches, and nothing later in the step writes into it.
-
-    Attributes
-    ----------
-    prompt_index : numpy.ndarray
-        int64 ``[P]``: the dataset row of each group's prompt.
-    completions : Completions
-        ``P * G`` completions, grouped by prompt.
-    rewards : numpy.ndarray
-        float32 ``[P * G]``: the weighted total reward.
-    reward_columns : dict of str to numpy.ndarray
-        float32 ``[P * G]`` per reward, unweighted.
-    advantages : numpy.ndarray
-        float32 ``[P * G]``, or ``[P * G, T]`` per token (process rewards).
-    """
-
-    prompt_index: np.ndarray
-    completions: Completions
-    rewards: np.ndarray
-    reward_columns: Mapping[str, np.ndarray]
-    advantages: np.ndarray
-
-    def __post_init__(self) -> None:
-        n = len(self.completions)
-        if len(self.prompt_index) * self.completions.n != n:
-            raise InvalidInputError(
-                f"{len(self.prompt_index)} groups of {self.completions.n} but {n} completions"
-            )
-        for name in ("rewards", "advantages"):
-            if len(getattr(self, name)) != n:
-                raise InvalidInputError(f"{name} has {len(getattr(self, name))} entries, not {n}")
-        object.__setattr__(self, "prompt_index", _frozen(self.prompt_index))
-        object.__setattr__(self, "rewards", _frozen(self.rewards))
-        object.__setattr__(self, "advantages", _frozen(self.advantages))
-        object.__setattr__(
-            self, "reward_columns", {k: _frozen(v) for k, v in self.reward_columns.items()}
-        )
-
-    def __len__(self) -> int:
-        return len(self.completions)
-
-    @property
-    def group_size(self) -> int:
-        return self.completions.n
-
-    def token_advantages(self, width: int) -> npt.NDArray[np.float32]:
-        """float32 advantages for completions padded to ``width`` tokens: ``[P * G]`` as they
-        are, ``[P * G, T]`` cut or zero-padded to ``[P * G, width]``.
-
-        Examples
-        --------
-        >>> c = Completions(["a", "b"], [[1]] * 2, [[2]] * 2, None, 2)
-        >>> Batch(np.array([0]), c, np.zeros(2), {}, np.ones((2, 3))).token_advantages(2).shape
-        (2, 2)
-        """
-        adv = np.asarray(self.advantages, np.float32)
-        if adv.ndim == 1:
-            return adv.copy()
-        out = np.zeros((adv.shape[0], width), np.float32)
-        w = min(width, adv.shape[1])
-        out[:, :w] = adv[:, :w]
-        return out
-
-    def take(self, groups: npt.ArrayLike) -> Batch:
-        """The batch of the given groups (indices or a boolean mask over the ``P`` groups).
-
-        Examples
-        --------
-        >>> c = Completions(["a", "b", "c", "d"], [[1]] * 4, [[2]] * 4, None, 2)
-        >>> b = Batch(np.array([7, 9]), c, np.array([0., 1, 1, 1]), {}, np.array([-1., 1, 0, 0]))
-        >>> b.take(np.array([False, True])).completions.texts
-        ['c', 'd']
-        """
-        g = np.asarray(groups)
-        g = np.flatnonzero(g) if g.dtype == bool else g.astype(np.int64)
-        G = self.group_size
-        rows = (g[:, None] * G + np.arange(G)).ravel()
-        return Batch(
-            self.prompt_index[g],
-            self.completions.take(rows.tolist()),
-            self.rewards[rows],
-            {k: v[rows] for k, v in self.reward_columns.items()},
-            self.advantages[rows],
-        )
-
-    @staticmethod
-    def concat(batches: Sequence[Batch], group_size: int) -> Batch:
-        """The batches one after the other (no batch: an empty one of ``group_size``)."""
-        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-        names = batches[0].reward_columns.keys() if batches else ()
-        advantages = [b.advantages for b in batches]
-        if advantages and advantages[0].ndim == 2:  # per token: pad to the longest
-            width = max(a.shape[1] for a in advantages)
-            advantages = [b.token_advantages(width) for b in batches]
-        return Batch(
-            cat([b.prompt_index for b in batches], np.int64),
-            Completions.concat([b.completions for b in batches], group_size),
-            cat([b.rewards for b in batches], np.float32),
-            {k: cat([b.reward_columns[k] for b in batches], np.float32) for k in names},
-            cat(advantages, np.float32),
-        )
