@@ -473,8 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{train,score,eval,export}")
     reward_help = (
-        "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
-        "import path"
+        "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, cosine, "
+        "repetition, or a dotted import path"
     )
 
     # The train flags print their own defaults (they are left unset so a config file can
