@@ -8,7 +8,7 @@
 //! merely continues (`C, and the response should be...`, `C. Options A and B
 //! are wrong`, `(C) 4.2 m`) leaves the answer alone.
 //!
-//! The rule (docs/verify_semantics.md, "Which answer counts"; the verifier's
+//! The rule (documented with `grpo_fast.rewards.ChoiceReward`; the verifier's
 //! own extraction applies its hedge rules before this):
 //! - before the answer: a negation (`not`, `never`, `…n't`, `neither`,
 //!   `except`), a hedge (`maybe`, `perhaps`, `possibly`, `either`) or a joining
