@@ -2,7 +2,7 @@
 
 ``grpo-fast train`` with no arguments runs GRPO on the embedded tiny model and
 2-digit addition task on the CPU (about a minute). Every
-:class:`~grpo_fast.trainer.TrainerConfig` field is a flag, generated from its
+:class:`~grpo_fast.train.trainer.TrainerConfig` field is a flag, generated from its
 type (``--learning-rate 3e-5``, ``--curriculum`` / ``--no-curriculum``,
 ``--loss-type {grpo,...}``, ``--reward math --reward format:0.5``), and may
 also come from ``--config run.toml`` / ``run.json``; flags override the file.
@@ -215,10 +215,10 @@ def config_from_file(path: str, cls: type) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
-    from grpo_fast.data import TASKS
     from grpo_fast.errors import CheckpointError, TrainingInterrupted
-    from grpo_fast.tracking import read_metrics
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.data import TASKS
+    from grpo_fast.train.tracking import read_metrics
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
     skip = ("command", "config", "func", "task")
@@ -276,8 +276,8 @@ def _train(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     import grpo_fast
-    from grpo_fast.data import read_rows
-    from grpo_fast.rollout import RunRewards
+    from grpo_fast.train.data import read_rows
+    from grpo_fast.train.rollout import RunRewards
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
     rewards = RunRewards.build(args.reward)
@@ -347,8 +347,8 @@ def _answer_key(text: str) -> str:
 
 def _model_default(name: str, model: str) -> Any:
     """A ``TrainerConfig`` field's default for ``model`` (the demo's, or a real run's)."""
-    from grpo_fast.defaults import is_demo_model, resolve
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.defaults import is_demo_model, resolve
+    from grpo_fast.train.trainer import TrainerConfig
 
     field = TrainerConfig.__dataclass_fields__[name]
     return resolve(field.default, demo=is_demo_model(model))
@@ -358,18 +358,18 @@ def _eval(args: argparse.Namespace) -> int:
     import torch
     import transformers
 
-    from grpo_fast.data import TASKS, read_tasks, render_prompts
-    from grpo_fast.modeling import (
+    from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.steps import check_steps, verified_pick
+    from grpo_fast.train.data import TASKS, read_tasks, render_prompts
+    from grpo_fast.train.modeling import (
         DTYPES,
         MixedPrecision,
         check_model_name,
         load_model,
         load_tokenizer,
     )
-    from grpo_fast.rollout import RunRewards
-    from grpo_fast.sampling import HFSampler, SamplingParams
-    from grpo_fast.steps import check_steps, verified_pick
-    from grpo_fast.trainer import check_device
+    from grpo_fast.train.rollout import RunRewards
+    from grpo_fast.train.trainer import check_device
 
     task_name = getattr(args, "task", None)
     task = TASKS[task_name or "addition"]
@@ -436,7 +436,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from grpo_fast.modeling import export_model
+    from grpo_fast.train.modeling import export_model
 
     out = export_model(
         args.checkpoint,
@@ -450,7 +450,7 @@ def _export(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- the parser
 def _field_default(name: str) -> Any:
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.trainer import TrainerConfig
 
     return TrainerConfig.__dataclass_fields__[name].default
 
@@ -465,9 +465,9 @@ def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     from grpo_fast import __version__
     from grpo_fast.advantages import ESTIMATORS, SCALES
-    from grpo_fast.data import TASKS
-    from grpo_fast.modeling import DTYPES
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.data import TASKS
+    from grpo_fast.train.modeling import DTYPES
+    from grpo_fast.train.trainer import TrainerConfig
 
     parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
     parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")
