@@ -626,7 +626,24 @@ def get_repetition_penalty_reward(
 
 
 class CosineScaledReward(TrlReward):
-    """TRL's cosine-scaled reward; see :func:`get_cosine_scaled_reward`."""
+    """Correctness scaled by the token count on a cosine schedule (Yeo et al.
+    2025, Appendix C.1), as TRL's ``get_cosine_scaled_reward``: with ``p =
+    min(len(completion_ids) / max_len, 1)``, a right answer earns from
+    ``max_value_correct`` (``p = 0``) down to ``min_value_correct`` (``p =
+    1``), a wrong one from ``min_value_wrong`` up to ``max_value_wrong``;
+    None when the gold has no mathematical value. Correctness is
+    :data:`accuracy_reward`'s (same ``rules``/``think`` options); called as
+    TRL's, ``f(completions, solution, completion_ids)``. See
+    :class:`grpo_fast.rewards.CosineReward`.
+
+    Examples
+    --------
+    >>> reward = get_cosine_scaled_reward(max_len=100)
+    >>> reward([r"\\boxed{\\frac{1}{3}}", r"\\boxed{\\frac{1}{2}}"], [r"\\frac{1}{3}"] * 2, [[1] * 50] * 2)
+    [0.75, -0.75]
+
+    :func:`get_cosine_scaled_reward` is this class, under TRL's name.
+    """  # noqa: E501
 
     __name__ = "cosine_scaled_reward"
 
@@ -662,45 +679,8 @@ class CosineScaledReward(TrlReward):
         )
 
 
-def get_cosine_scaled_reward(
-    max_len: int,
-    min_value_wrong: float = -1.0,
-    max_value_wrong: float = -0.5,
-    min_value_correct: float = 0.5,
-    max_value_correct: float = 1.0,
-    *,
-    rel_tol: float = 1e-6,
-    rules: Sequence[str] | None = TRL_ANSWER_RULES,
-    think: bool = True,
-    gold_column: str = "solution",
-) -> CosineScaledReward:
-    """Correctness scaled by the token count on a cosine schedule (Yeo et al.
-    2025, Appendix C.1), as TRL's ``get_cosine_scaled_reward``: with ``p =
-    min(len(completion_ids) / max_len, 1)``, a right answer earns from
-    ``max_value_correct`` (``p = 0``) down to ``min_value_correct`` (``p =
-    1``), a wrong one from ``min_value_wrong`` up to ``max_value_wrong``;
-    None when the gold has no mathematical value. Correctness is
-    :data:`accuracy_reward`'s (same ``rules``/``think`` options); called as
-    TRL's, ``f(completions, solution, completion_ids)``. See
-    :class:`grpo_fast.rewards.CosineReward`.
-
-    Examples
-    --------
-    >>> reward = get_cosine_scaled_reward(max_len=100)
-    >>> reward([r"\\boxed{\\frac{1}{3}}", r"\\boxed{\\frac{1}{2}}"], [r"\\frac{1}{3}"] * 2, [[1] * 50] * 2)
-    [0.75, -0.75]
-    """  # noqa: E501
-    return CosineScaledReward(
-        max_len,
-        min_value_wrong,
-        max_value_wrong,
-        min_value_correct,
-        max_value_correct,
-        rel_tol=rel_tol,
-        rules=rules,
-        think=think,
-        gold_column=gold_column,
-    )
+#: TRL's ``get_cosine_scaled_reward(max_len, ...)``: see :class:`CosineScaledReward`.
+get_cosine_scaled_reward = CosineScaledReward
 
 
 def as_trl_reward(
