@@ -1,8 +1,7 @@
 """The verl integration's contract with verl's driver (issue 22).
 
 - Importing ``grpo_fast.integrations.verl`` imports nothing of verl (nor torch, ray,
-  tensordict); the registrations happen when verl's registry modules are imported,
-  whichever is imported first.
+  tensordict); the registrations still happen when verl is imported afterwards.
 - The ``grpo_fast`` reward-loop manager's results carry ``score`` and ``acc`` in
   ``reward_extra_info``, the keys ``algorithm.filter_groups.metric`` reads, with the
   values verl's own DAPO manager gives on the same samples.
@@ -52,52 +51,31 @@ def test_importing_the_integration_imports_no_verl():
     assert out["heavy"] == []
 
 
-def test_registration_waits_for_verls_registries(tmp_path, monkeypatch):
-    """The watcher runs a module's registrations right after that module is imported,
-    once, and at once for a module imported before it was installed."""
-    from grpo_fast.integrations.verl import plugin
-
-    (tmp_path / "gf_watch_probe.py").write_text("VALUE = 1\n")
-    (tmp_path / "gf_watch_probe_early.py").write_text("VALUE = 2\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    seen = []
-
-    def record(name):
-        def register():
-            seen.append((name, sys.modules[name].VALUE))
-            return True
-
-        register.__name__ = f"register_{name}"
-        return register
-
-    import gf_watch_probe_early  # noqa: F401  (imported before it is watched)
-
-    monkeypatch.setitem(plugin.WATCHED, "gf_watch_probe", (record("gf_watch_probe"),))
-    monkeypatch.setitem(plugin.WATCHED, "gf_watch_probe_early", (record("gf_watch_probe_early"),))
-    monkeypatch.delitem(sys.modules, "gf_watch_probe", raising=False)
-    plugin.install()
-    assert seen == [("gf_watch_probe_early", 2)]
-    import gf_watch_probe
-
-    assert seen[-1] == ("gf_watch_probe", 1) and len(seen) == 2
-    assert gf_watch_probe.__loader__.__class__.__name__ == "SourceFileLoader"
-    import gf_watch_probe as again  # cached: no second registration
-
-    assert again is gf_watch_probe and len(seen) == 2
-    assert sum(isinstance(f, plugin._Watch) for f in sys.meta_path) == 1
-
-
 @pytest.mark.slow
-def test_imported_before_verl_still_registers():
-    """grpo-fast first, then verl's registries, without verl's plugin discovery: the
-    watcher registers the estimators, losses and reward manager."""
+def test_imported_before_verl_still_registers(tmp_path):
+    """grpo-fast first, then verl: the package's ``verl.plugins`` entry point (from
+    pyproject.toml, as an install writes it) registers the estimators, losses and reward
+    manager although the package itself was imported before."""
     pytest.importorskip("verl")
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = os.path.join(os.path.dirname(__file__), "..", "pyproject.toml")
+    with open(pyproject, "rb") as f:
+        plugins = tomllib.load(f)["project"]["entry-points"]["verl.plugins"]
+    dist = tmp_path / "site" / "grpo_fast_order_probe-0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: grpo-fast-order-probe\nVersion: 0\n"
+    )
+    lines = "".join(f"{k} = {v}\n" for k, v in plugins.items())
+    (dist / "entry_points.txt").write_text("[verl.plugins]\n" + lines)
+    src = os.path.dirname(os.path.dirname(grpo_fast.__file__))
     out = _run(
         """
         import json, sys, warnings
         warnings.simplefilter("ignore")
         import grpo_fast.integrations.verl
         assert "verl" not in sys.modules
+        import verl
         from verl.trainer.ppo import core_algos
         from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls
         out = {
@@ -107,7 +85,7 @@ def test_imported_before_verl_still_registers():
         }
         print("RESULT " + json.dumps(out))
         """,
-        {"VERL_USE_EXTERNAL_PLUGINS": "none"},
+        {"PYTHONPATH": os.pathsep.join([src, str(tmp_path / "site")])},
     )
     from grpo_fast.integrations.verl import estimators, losses
 

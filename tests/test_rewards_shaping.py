@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import grpo_fast
 from grpo_fast import InvalidInputError
 from grpo_fast.rewards import CosineReward, MathReward, RepetitionReward, combine
-from grpo_fast.train.rollout import RunRewards, parse_reward
+from grpo_fast.run_rewards import RunRewards, parse_reward
 
 
 def cos_fn(t: float, big_t: float, at_zero: float, at_end: float) -> float:
