@@ -52,6 +52,7 @@ __all__ = [
     "load_sharded_model",
     "prepare_output_dir",
     "remove_leftovers",
+    "rng_state",
     "run_files",
     "save_checkpoint",
 ]
@@ -189,7 +190,9 @@ def remove_leftovers(out_dir: Path, resumed_step: int | None) -> None:
 
 
 # ---------------------------------------------------------------------- writing
-def _rng_state() -> dict[str, Any]:
+def rng_state() -> dict[str, Any]:
+    """Python's, numpy's and torch's (CPU, every GPU) random states, as a checkpoint
+    stores them."""
     return {
         "python": random.getstate(),
         "numpy": np.random.get_state(),  # noqa: NPY002 (user code may use it)
@@ -281,8 +284,12 @@ def save_checkpoint(
     dist: Distributed,
     keep: int,
     sharded_state: dict[str, Any] | None = None,
+    rng: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/checkpoints/step-N`` and keep the ``keep`` newest checkpoints.
+
+    ``rng``: the random states to store (default: the current ones,
+    :func:`rng_state`); asynchronous rollouts pass those of the last trained batch.
 
     ``sharded_state``: the model's and optimizer's state of a sharded run
     (:meth:`grpo_fast.train.distributed.Parallel.state_dict`), written by every rank
@@ -313,7 +320,7 @@ def save_checkpoint(
                 # First: every rank takes part, and every rank hears of a failure.
                 with _one_process_quiet():
                     dcp.save(sharded_state, checkpoint_id=tmp / SHARDED, no_dist=not dist.enabled)
-            torch.save(_rng_state(), tmp / f"rng-rank{dist.rank}.pt")
+            torch.save(rng_state() if rng is None else rng, tmp / f"rng-rank{dist.rank}.pt")
             if dist.is_main:
                 if sharded_state is None:
                     model.save_pretrained(tmp)
