@@ -35,9 +35,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
+
+import torch
 
 from grpo_fast.errors import RolloutError
 from grpo_fast.train import rollout
@@ -100,6 +103,12 @@ class RolloutProducer:
         self._loaded = -1  # the version in the sampling copy
         self._backpressure = 0.0  # producer seconds spent waiting for the trainer, since read
         self.dropped = 0
+        # On a GPU the producer queues its kernels on a stream of its own: on the trainer's
+        # (the default one) they would wait for the update's, and nothing would overlap.
+        self._device = t.device
+        self._stream: Any = None
+        if cfg.sampler == "hf" and t.device.type == "cuda":
+            self._stream = torch.cuda.Stream(t.device)
         if cfg.sampler == "hf":
             self._copy = copy.deepcopy(t.model).eval().requires_grad_(False)
             sampler: Any = HFSampler(self._copy, t.tokenizer, logprobs=True)
@@ -196,8 +205,9 @@ class RolloutProducer:
     # ------------------------------------------------------------------ the producer's side
     def _run(self) -> None:
         try:
-            while self._produce_one():
-                pass
+            with torch.cuda.stream(self._stream) if self._stream is not None else nullcontext():
+                while self._produce_one():
+                    pass
         except BaseException as e:  # handed to the trainer's thread, raised there
             self._error = e
 
@@ -241,7 +251,11 @@ class RolloutProducer:
         with self.weights_lock:
             version = self._version
             if version != self._loaded:
+                if self._stream is not None:  # after the trainer's queued optimizer step
+                    self._stream.wait_stream(torch.cuda.default_stream(self._device))
                 self._copy.load_state_dict(self._trainer_model.state_dict())
+                if self._stream is not None:  # done before the trainer may write again
+                    self._stream.synchronize()
         if version != self._loaded:
             if self._push:
                 self._parts.sampler.update_weights(self._copy)

@@ -9,7 +9,9 @@ module that owns it::
                       -> optimizer step
     sampler.update_weights
 
-:meth:`Trainer.step` is that sequence. The trainer holds the run's parts, built
+:meth:`Trainer.step` is that sequence. With ``async_rollouts``, :meth:`Trainer.train`
+has a :class:`~grpo_fast.train.async_rollouts.RolloutProducer` run ``rollout.collect``
+for the next batches in a background thread while ``update.apply`` steps. The trainer holds the run's parts, built
 by :mod:`grpo_fast.train.build` from the :class:`~grpo_fast.train.config.TrainerConfig`;
 the rest here is bookkeeping: evaluation, metrics, the loop, checkpoints
 (:mod:`grpo_fast.train.state`).
