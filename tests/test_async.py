@@ -177,3 +177,53 @@ def test_async_refuses_several_processes(monkeypatch, tmp_path):
     monkeypatch.setattr(trainer_module, "Distributed", TwoRanks)
     with pytest.raises(InvalidInputError, match="--async-rollouts runs in one process"):
         Trainer(TrainerConfig(output_dir=str(tmp_path / "run"), async_rollouts=True, **RUN))
+
+
+class _FakeServer:
+    """A stand-in for ``VLLMServerSampler``: samples with a model of its own, which only a
+    weight push changes; records where and when pushes and samples happen."""
+
+    def __init__(self, model, tokenizer):
+        import copy
+
+        from grpo_fast.sampling import HFSampler
+
+        self.model = copy.deepcopy(model)
+        self.hf = HFSampler(self.model, tokenizer, logprobs=True)
+        self.sampling = False
+        self.events: list[tuple[str, str]] = []
+
+    def update_weights(self, model):
+        assert not self.sampling, "a push while a batch was being sampled"
+        self.model.load_state_dict(model.state_dict())
+        self.events.append(("push", threading.current_thread().name))
+
+    def sample(self, prompts, n, params):
+        self.sampling = True
+        try:
+            self.events.append(("sample", threading.current_thread().name))
+            return self.hf.sample(prompts, n, params)
+        finally:
+            self.sampling = False
+
+
+def test_server_mode_pushes_between_batches_from_the_producer(tmp_path):
+    cfg = TrainerConfig(
+        output_dir=str(tmp_path / "run"),
+        async_rollouts=True,
+        sampler="vllm-server",
+        **dict(RUN, max_steps=3),
+    )
+    from grpo_fast.train.modeling import load_model, load_tokenizer
+
+    model, tokenizer = load_model(cfg.model), load_tokenizer(cfg.model)
+    server = _FakeServer(model, tokenizer)
+    trainer = Trainer(cfg, model=model, tokenizer=tokenizer, sampler=server)
+    history = trainer.train()
+    assert [r["step"] for r in history] == [0, 1, 2, 3]
+    after_start = server.events[1:]  # the first push: the trainer's, at construction
+    # Every sample (training batches only: evaluations use the trainer's own model) and
+    # every later push come from the producer, a push before each batch of a new version.
+    assert {thread for _, thread in after_start} == {"grpo-fast-rollouts"}
+    assert sum(kind == "sample" for kind, _ in after_start) == 3
+    assert all(0 <= r["sample/staleness_max"] <= 1 for r in history[1:])
