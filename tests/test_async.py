@@ -228,3 +228,22 @@ def test_server_mode_pushes_between_batches_from_the_producer(tmp_path):
     assert {thread for _, thread in after_start} == {"grpo-fast-rollouts"}
     assert sum(kind == "sample" for kind, _ in after_start) == 3
     assert all(0 <= r["sample/staleness_max"] <= 1 for r in history[1:])
+
+
+def test_a_second_train_call_goes_on_from_the_last_trained_batch(tmp_path):
+    """After an interrupt, train() again on the same trainer: the prompt order continues
+    from the last trained batch's draw, not from the producer's (which was ahead)."""
+    size = RUN["prompts_per_step"] * RUN["num_generations"]
+    opts = dict(RUN, max_steps=3, eval_every=0, async_rollouts=True, max_staleness=1)
+    trainer = Trainer(
+        TrainerConfig(output_dir=str(tmp_path / "run"), **opts), rewards=[_ctrl_c_at_batch(0, size)]
+    )
+    with pytest.raises(TrainingInterrupted):
+        trainer.train()
+    trainer.train()
+    assert [r["step"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl")] == [0, 1, 2, 3]
+    order = build_prompt_order(trainer.config, len(trainer.train_rows))
+    for _ in range(3):
+        order.draw(RUN["prompts_per_step"])
+    final = tmp_path / "run" / "checkpoints" / "step-0000003" / "trainer_state.pt"
+    assert torch.load(final, weights_only=False)["prompts"] == order.state_dict()

@@ -55,6 +55,7 @@ __all__ = [
     "rng_state",
     "run_files",
     "save_checkpoint",
+    "set_rng_state",
 ]
 
 MANIFEST = "manifest.json"
@@ -201,7 +202,8 @@ def rng_state() -> dict[str, Any]:
     }
 
 
-def _set_rng_state(rng: dict[str, Any]) -> None:
+def set_rng_state(rng: dict[str, Any]) -> None:
+    """Put back the random states :func:`rng_state` took."""
     random.setstate(rng["python"])
     np.random.set_state(rng["numpy"])  # noqa: NPY002
     torch.set_rng_state(rng["torch"])
@@ -532,7 +534,7 @@ def load_checkpoint(
         except (OSError, SafetensorError) as e:
             raise InvalidInputError(f"cannot read checkpoint {path}: {e}") from None
     if rng is not None:
-        _set_rng_state(rng)
+        set_rng_state(rng)
     return state
 
 

@@ -11,10 +11,10 @@ module that owns it::
 
 :meth:`Trainer.step` is that sequence. With ``async_rollouts``, :meth:`Trainer.train`
 has a :class:`~grpo_fast.train.async_rollouts.RolloutProducer` run ``rollout.collect``
-for the next batches in a background thread while ``update.apply`` steps. The trainer holds the run's parts, built
-by :mod:`grpo_fast.train.build` from the :class:`~grpo_fast.train.config.TrainerConfig`;
-the rest here is bookkeeping: evaluation, metrics, the loop, checkpoints
-(:mod:`grpo_fast.train.state`).
+for the next batches in a background thread while ``update.apply`` steps. The
+trainer holds the run's parts, built by :mod:`grpo_fast.train.build` from the
+:class:`~grpo_fast.train.config.TrainerConfig`; the rest here is bookkeeping:
+evaluation, metrics, the loop, checkpoints (:mod:`grpo_fast.train.state`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from grpo_fast.train.build import (
     load_rows,
     sampling_params,
 )
-from grpo_fast.train.checkpoint import find_resume, prepare_output_dir
+from grpo_fast.train.checkpoint import find_resume, prepare_output_dir, set_rng_state
 from grpo_fast.train.config import (
     LR_SCHEDULES,
     SAMPLER_CORRECTIONS,
@@ -296,6 +296,9 @@ class Trainer:
         with self._running() as stop:
             if not self.config.async_rollouts:
                 return self._train_loop(stop)
+            if self.rollout_state is not None:  # a second train(): on from the last trained batch
+                self.prompts.load_state_dict(self.rollout_state["prompts"])
+                set_rng_state(self.rollout_state["rng"])
             if self.config.sampler != "hf":  # the server is some versions behind: evaluate here
                 self._eval_sampler = HFSampler(self.model, self.tokenizer, logprobs=False)
             with RolloutProducer(self) as producer:
