@@ -143,3 +143,25 @@ def test_every_advantage_epsilon_default_is_the_one_constant():
     out = grpo_fast.compute_advantages(r, [0] * 5).advantages
     x = np.array(r)
     np.testing.assert_allclose(out, (x - x.mean()) / (x.std(ddof=1) + 1e-6), rtol=1e-6)
+
+
+@pytest.mark.parametrize("lora_r", [0, 4])
+def test_peft_loads_only_for_lora(tmp_path, lora_r):
+    """A training step without LoRA imports no peft (transformers' trainer utilities
+    would); with LoRA it does, which shows the check can see it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    if lora_r:
+        pytest.importorskip("peft")
+    code = (
+        "import sys\nfrom grpo_fast.train.trainer import Trainer, TrainerConfig\n"
+        f"cfg = TrainerConfig(output_dir={str(tmp_path / 'run')!r}, max_steps=1, "
+        f"prompts_per_step=2, num_generations=2, eval_size=0, eval_every=0, progress=False, "
+        f"plot=False, lora_r={lora_r})\n"
+        "Trainer(cfg).train()\n"
+        "print('peft' in sys.modules)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True
+    )
+    assert proc.stdout.strip().splitlines()[-1] == str(bool(lora_r))
