@@ -3,11 +3,11 @@
 
 use super::hedges::hedge_of;
 use super::scan::Scan;
-use super::{Extracted, Rule};
+use super::{Extracted, Rule, UNCLOSED_BOX};
 
 impl<'a> Scan<'a> {
     /// Every box that is not inside another one, in order.
-    pub(super) fn boxed(&self) -> Option<Extracted<'a>> {
+    pub(super) fn boxed(&self) -> Result<Option<Extracted<'a>>, &'static str> {
         let text = self.text;
         let bytes = text.as_bytes();
         // Where each box's content starts: after `{` (closed later) or, for a
@@ -36,32 +36,112 @@ impl<'a> Scan<'a> {
             }
         }
         let closes = match_braces(bytes, &opens);
-        let mut parts = Vec::new();
+        let mut parts: Vec<&'a str> = Vec::new();
+        // Box contents seen, white space removed: one answer boxed twice is one.
+        let mut seen: std::collections::HashSet<std::borrow::Cow<'a, str>> =
+            std::collections::HashSet::new();
         let mut resume = 0;
         for (open, close) in opens.iter().zip(closes) {
             let (start, content, end) = match *open {
                 BoxStart::Brace(start, brace) => match close {
                     Some(c) => (start, brace + 1..c, c + 1),
-                    None => continue, // unclosed: no content
+                    // Cut off while writing its answer: no answer at all.
+                    None => return Err(UNCLOSED_BOX),
                 },
                 BoxStart::Bare(start, from, to) => (start, from..to, to),
             };
             if start < resume {
                 continue; // nested in the previous box
             }
-            parts.push(text[content].trim());
             resume = end;
+            let part = text[content].trim();
+            // A blank copied from the problem (`\boxed{\phantom{7}}`,
+            // `\boxed{}`) is no answer; the same answer boxed twice is one.
+            if !is_placeholder(part) && seen.insert(squeezed(part)) {
+                parts.push(part);
+            }
         }
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let mut e = Extracted::new(parts, Rule::Boxed);
         // A box that hedges (`\boxed{381 or 391}`, `\boxed{not 3}`) says so.
-        let hedge = parts.iter().find_map(|p| hedge_of(p));
-        (!parts.is_empty()).then_some(Extracted {
-            parts,
-            rule: Rule::Boxed,
-            hedge,
-        })
+        for p in e.parts.clone() {
+            let (hedge, offers) = hedge_of(p);
+            if e.hedge.is_none() {
+                e.hedge = hedge;
+            }
+            e.offers.extend(offers);
+        }
+        self.read_coda(&mut e, resume);
+        Ok(Some(e))
     }
 }
-pub(super) enum BoxStart {
+
+/// A box's content without its white space (`(1, 2)` and `(1,2)` are one answer).
+fn squeezed(part: &str) -> std::borrow::Cow<'_, str> {
+    if part.bytes().any(|c| c.is_ascii_whitespace()) {
+        std::borrow::Cow::Owned(part.split_ascii_whitespace().collect())
+    } else {
+        std::borrow::Cow::Borrowed(part)
+    }
+}
+
+/// Whether a box holds only a blank to fill in: nothing, white space,
+/// `\phantom{…}`, `\hspace{…}`, `\quad`, `\square`, `\underline{…}` of
+/// blanks, underscores or question marks.
+fn is_placeholder(part: &str) -> bool {
+    let b = part.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\t' | b'\n' | b'~' | b'_' | b'?' | b'{' | b'}' | b'.' => i += 1,
+            b'\\' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j].is_ascii_alphabetic() {
+                    j += 1;
+                }
+                match &part[i + 1..j] {
+                    "" => i += 2, // `\,`, `\ `, `\_`
+                    "phantom" | "hphantom" | "vphantom" | "hspace" => {
+                        i = skip_group(b, j);
+                    }
+                    "quad" | "qquad" | "square" | "Box" | "blacksquare" | "underline" | "text"
+                    | "mbox" | "ldots" | "dots" => i = j,
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The end of the brace group at `j` (or `j` when none opens there).
+fn skip_group(b: &[u8], j: usize) -> usize {
+    if b.get(j) != Some(&b'{') {
+        return j;
+    }
+    let mut depth = 0usize;
+    let mut k = j;
+    while k < b.len() {
+        match b[k] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k + 1;
+                }
+            }
+            b'\\' => k += 1,
+            _ => {}
+        }
+        k += 1;
+    }
+    b.len()
+}
+
+enum BoxStart {
     /// Keyword start, position of its `{`.
     Brace(usize, usize),
     /// Keyword start, content range of a brace-less box.
@@ -73,7 +153,7 @@ pub(super) enum BoxStart {
 /// Braces are counted with escaped ones skipped (`\{1,2\}`). Only box braces
 /// are remembered, with the depth they opened at, so the memory is one entry
 /// per box and the time linear even for `\boxed{` repeated 10^5 times unclosed.
-pub(super) fn match_braces(bytes: &[u8], opens: &[BoxStart]) -> Vec<Option<usize>> {
+fn match_braces(bytes: &[u8], opens: &[BoxStart]) -> Vec<Option<usize>> {
     let mut closes = vec![None; opens.len()];
     let braces: Vec<(usize, usize)> = opens
         .iter()

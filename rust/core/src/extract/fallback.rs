@@ -89,7 +89,7 @@ pub(super) fn trim_value(v: &str) -> &str {
     let mut v = v.trim();
     loop {
         let before = v.len();
-        v = v.trim_end_matches(['.', ',', ';', '!', '?', ' ', '\t', '\r']);
+        v = v.trim_end_matches(['.', ',', ';', '!', ' ', '\t', '\r']);
         v = v.strip_suffix("**").unwrap_or(v);
         if v.len() == before {
             return v;

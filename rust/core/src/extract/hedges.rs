@@ -1,231 +1,573 @@
 //! Hedges: what the words of an answer say about its values (alternatives,
-//! negation).
+//! negation, bounds and doubt, restatements), and the candidates a
+//! completion proposes after its final answer. docs/verify_semantics.md
+//! ("Which answer counts", rules 3 and 8) states the rules.
 
-use super::fallback::{number_at, CHOICES};
-use super::markers::find_close;
-use super::Hedge;
+use super::tokens::{Span, Tok, Tokens};
+use super::words::{self, Class};
+use super::{Hedge, Offer, OfferKind, OfferValue};
 
 /// What the words of a marker's value say about its values.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Prose<'a> {
     /// Nothing to say: read the value as usual.
     Plain,
-    /// Values joined by `or`: the part of the text that holds them.
+    /// Values offered as alternatives (`or`, `maybe`, an ellipsis, choice
+    /// letters joined by `and` or `/`): the part of the text that holds them.
     Alternatives(&'a str),
-    /// Every value is negated (`not 3`, `isn't 3 or 4`).
+    /// Every value is negated (`not 3`, `isn't 3 or 4`, `3 is wrong`).
     Negated,
-    /// Some values are negated; the last one that is not ends here.
+    /// Every value is a bound or a doubt (`at least 3`, `3 or more`,
+    /// `maybe 3`, `3?`).
+    Qualified,
+    /// The value breaks off (`3 or` at the end).
+    Unfinished,
+    /// Some values are negated, qualified, restated or explain; the last
+    /// plain one ends here.
     Upto(usize),
 }
 
-/// Words that offer the value after them as an alternative to the one
-/// before, as `or` does (`3, perhaps 4`, `3, or maybe 4`); any other word
-/// ends the alternatives (`3, or equivalently 6/2` answers 6/2).
-pub(super) const HEDGING: [&str; 9] = [
-    "maybe",
-    "perhaps",
-    "possibly",
-    "probably",
-    "likely",
-    "alternatively",
-    "otherwise",
-    "else",
-    "even",
-];
+/// A reading: the verdict, and the values that must equal the answer.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Reading<'a> {
+    pub(super) prose: Prose<'a>,
+    pub(super) offers: Vec<Offer<'a>>,
+    /// More offers than are kept: a hedge of itself.
+    pub(super) overflow: bool,
+}
 
-/// Reads a value's values (numbers, `$…$` spans, LaTeX commands, choice
-/// letters, bold) and words: `or` between values makes alternatives, `not`,
-/// `never` or `…n't` before a value negates it (and the values joined to it
-/// by `or`, `nor`, `and` or a comma) until another word. One pass, linear.
-pub(super) fn read_prose(v: &str) -> Prose<'_> {
-    #[derive(PartialEq)]
-    enum Neg {
-        None,
-        Pending,
-        Applied,
+/// Offers kept per answer; more are a hedge (nobody restates an answer 16 times).
+const MAX_OFFERS: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Neg {
+    None,
+    Pending,
+    Applied,
+}
+
+/// What came between the last value and now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Since {
+    /// Nothing but punctuation: the value is right before.
+    Nothing,
+    /// Only filler words (`is`, `the`): `3 is wrong` still speaks of 3.
+    Filler,
+    /// `or` / `and` right after the value (`3 or more`, `3 and up`).
+    Joined,
+    /// `at` right after the value (`3 at least`).
+    At,
+    Other,
+}
+
+/// A run of math: from its first token to its last value.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    span: Span,
+    int: Option<i64>,
+    restated: bool,
+}
+
+#[derive(Debug)]
+struct Reader {
+    neg: Neg,
+    qual_pending: bool,
+    any_val: bool,
+    any_negated: bool,
+    any_qualified: bool,
+    /// Values after `because`, `e.g.`: read no further.
+    stopped: bool,
+    restating: bool,
+    plain: Vec<usize>,
+    /// The last value: its span, whether it is plain, whether it is a choice letter.
+    last: Option<(Span, bool, bool)>,
+    first_start: Option<usize>,
+    since: Since,
+    prev_word: Option<Class>,
+    /// The run being read: its start, and whether it has a value.
+    run: Option<(usize, bool)>,
+    /// Where alternatives start, once a joiner follows a value, and whether
+    /// that joiner is `or` (left dangling, the value breaks off), a doubt
+    /// (left dangling, the value is a doubt) or another word.
+    pending_or: Option<(usize, Class)>,
+    alt: Option<Span>,
+    /// Values joined by `and`: counted as alternatives when they are choice
+    /// letters or when no other word is written.
+    and_alt: Option<Span>,
+    pending_and: Option<usize>,
+    and_choices: bool,
+    other_words: bool,
+    runs: Vec<Run>,
+    overflow: bool,
+}
+
+impl Reader {
+    fn new() -> Self {
+        Reader {
+            neg: Neg::None,
+            qual_pending: false,
+            any_val: false,
+            any_negated: false,
+            any_qualified: false,
+            stopped: false,
+            restating: false,
+            plain: Vec::new(),
+            last: None,
+            first_start: None,
+            since: Since::Other,
+            prev_word: None,
+            run: None,
+            pending_or: None,
+            alt: None,
+            and_alt: None,
+            pending_and: None,
+            and_choices: true,
+            other_words: false,
+            runs: Vec::new(),
+            overflow: false,
+        }
     }
-    let b = v.as_bytes();
-    let mut neg = Neg::None;
-    let (mut any_val, mut any_negated, mut last_plain_end) = (false, false, None);
-    // The run of math before an `or`: where it starts, whether it has a value.
-    let mut run: Option<(usize, bool)> = None;
-    let mut pending_or: Option<usize> = None; // run start, when `or` follows a value
-    let mut alt: Option<(usize, usize)> = None;
-    // Closers known to be absent from the rest (so unclosed openers stay linear).
-    let mut unclosed = [false; 4];
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        // A value token: its end.
-        let mut val_end = None;
-        let mut word: Option<(usize, usize)> = None;
-        match c {
-            b'$' => {
-                let (open, close, memo) = if b.get(i + 1) == Some(&b'$') {
-                    (2, "$$", 0)
-                } else {
-                    (1, "$", 1)
-                };
-                match (!unclosed[memo])
-                    .then(|| find_close(&v[i + open..], close))
-                    .flatten()
-                {
-                    Some(k) => val_end = Some(i + open + k + close.len()),
-                    None => {
-                        unclosed[memo] = true;
-                        i += open;
-                        continue;
-                    }
+
+    fn value(&mut self, (start, end): Span, int: Option<i64>, choice: bool) {
+        if self.stopped {
+            return;
+        }
+        self.any_val = true;
+        self.first_start.get_or_insert(start);
+        let plain = if self.neg != Neg::None {
+            self.neg = Neg::Applied;
+            self.any_negated = true;
+            false
+        } else if self.qual_pending {
+            self.any_qualified = true;
+            false
+        } else {
+            !self.restating
+        };
+        self.qual_pending = false;
+        if plain {
+            self.plain.push(end);
+        }
+        // The run: a value right after math or another value extends it.
+        match self.run {
+            Some((run_start, true)) if self.since == Since::Nothing => {
+                if let Some(r) = self.runs.last_mut() {
+                    r.span = (r.span.0.min(run_start), end);
+                    r.int = None;
                 }
-            }
-            b'\\' => {
-                let n = b.get(i + 1).copied();
-                if let Some((close, memo)) = match n {
-                    Some(b'(') => Some(("\\)", 2)),
-                    Some(b'[') => Some(("\\]", 3)),
-                    _ => None,
-                } {
-                    match (!unclosed[memo])
-                        .then(|| find_close(&v[i + 2..], close))
-                        .flatten()
-                    {
-                        Some(k) => val_end = Some(i + 2 + k + 2),
-                        None => {
-                            unclosed[memo] = true;
-                            i += 2;
-                            continue;
-                        }
-                    }
-                } else {
-                    let mut j = i + 1;
-                    while j < b.len() && b[j].is_ascii_alphabetic() {
-                        j += 1;
-                    }
-                    let cmd = &v[i + 1..j];
-                    if j == i + 1 {
-                        i += 2; // `\$`, `\,`, `\{`: an escape, no value
-                        continue;
-                    }
-                    if matches!(cmd, "text" | "textbf" | "mathrm" | "mbox" | "textit")
-                        && b.get(j) == Some(&b'{')
-                    {
-                        i = j + 1; // the words inside are read as words
-                        continue;
-                    }
-                    // A command and its brace groups: `\frac{1}{2}`, `\pi`.
-                    while b.get(j) == Some(&b'{') {
-                        let mut depth = 0usize;
-                        while j < b.len() {
-                            match b[j] {
-                                b'{' => depth += 1,
-                                b'}' => {
-                                    depth -= 1;
-                                    if depth == 0 {
-                                        j += 1;
-                                        break;
-                                    }
-                                }
-                                b'\\' => j += 1,
-                                _ => {}
-                            }
-                            j += 1;
-                        }
-                    }
-                    val_end = Some(j.min(b.len()));
-                }
-            }
-            b'0'..=b'9' if i == 0 || !b[i - 1].is_ascii_alphabetic() => {
-                val_end = Some(number_at(v, i).1);
-            }
-            b'(' if b.get(i + 2) == Some(&b')') && CHOICES.contains(&b[i + 1]) => {
-                val_end = Some(i + 3);
-            }
-            b'*' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                continue;
-            }
-            c if c.is_ascii_alphabetic() => {
-                let mut j = i;
-                while j < b.len()
-                    && (b[j].is_ascii_alphanumeric()
-                        || (b[j] == b'\'' && b.get(j + 1).is_some_and(u8::is_ascii_alphabetic)))
-                {
-                    j += 1;
-                }
-                word = Some((i, j));
             }
             _ => {
-                i += 1;
-                continue;
+                let run_start = self.run.map_or(start, |(s, _)| s);
+                self.push_run(Run {
+                    span: (run_start, end),
+                    int,
+                    restated: self.restating,
+                });
             }
         }
-        if let Some((ws, we)) = word {
-            let w = &v.as_bytes()[ws..we];
-            let is = |s: &str| w.eq_ignore_ascii_case(s.as_bytes());
-            let single = we - ws == 1;
-            let bounded = b.get(we).is_none_or(|c| !c.is_ascii_alphabetic());
-            if single && bounded && CHOICES.contains(&b[ws]) {
-                val_end = Some(we); // a choice letter
-            } else if single {
-                // A variable (`x = 2 or x = -2`): math, part of the run.
-                run.get_or_insert((ws, false));
-                i = we;
-                continue;
-            } else {
-                let negation = is("not")
-                    || is("never")
-                    || (w.len() >= 3 && w[w.len() - 3..].eq_ignore_ascii_case(b"n't"));
-                if negation {
-                    neg = Neg::Pending;
-                } else if is("or") || is("nor") || HEDGING.iter().any(|h| is(h)) {
-                    // `3 or 4`, `3, or maybe 4`, `3 (possibly 4)`.
-                    if let Some((start, true)) = run {
-                        pending_or = Some(alt.map_or(start, |(s, _)| s));
-                    }
-                } else if !is("and") {
-                    if neg == Neg::Applied {
-                        neg = Neg::None;
-                    }
-                    run = None;
-                    pending_or = None;
-                }
-                i = we;
-                continue;
-            }
+        let run_start = self.run.map_or(start, |(s, _)| s);
+        self.run = Some((run_start, true));
+        if let Some((from, _)) = self.pending_or.take() {
+            self.alt = Some((from, end));
+        } else if choice && self.since == Since::Nothing && self.last.is_some_and(|l| l.2) {
+            // `B, D`: several choice letters are alternatives.
+            let from = self.alt.map_or(run_start, |a| a.0);
+            self.alt = Some((from, end));
         }
-        let Some(end) = val_end else {
-            i += 1;
-            continue;
-        };
-        let start = i;
-        any_val = true;
-        if neg != Neg::None {
-            neg = Neg::Applied;
-            any_negated = true;
-        } else {
-            last_plain_end = Some(end);
+        if let Some(from) = self.pending_and {
+            self.and_alt = Some((from, end));
+            self.and_choices &= choice && self.last.is_some_and(|l| l.2);
+            self.pending_and = None;
         }
-        let run_start = run.map_or(start, |(s, _)| s);
-        run = Some((run_start, true));
-        if let Some(from) = pending_or {
-            alt = Some((from, end));
-        }
-        i = end.max(i + 1);
+        self.last = Some(((start, end), plain, choice));
+        self.since = Since::Nothing;
+        self.prev_word = None;
     }
-    match (any_val, any_negated, alt) {
-        (true, true, _) if last_plain_end.is_none() => Prose::Negated,
-        (_, true, Some(_)) => Prose::Negated,
-        (_, false, Some((s, e))) => Prose::Alternatives(v[s..e].trim()),
-        (_, true, None) => last_plain_end.map_or(Prose::Negated, Prose::Upto),
-        _ => Prose::Plain,
+
+    fn push_run(&mut self, run: Run) {
+        if self.runs.len() < MAX_OFFERS {
+            self.runs.push(run);
+        } else {
+            self.overflow = true;
+        }
+    }
+
+    /// The last value turns out negated (`3 is wrong`) or qualified (`3 or more`, `3?`).
+    fn void_last(&mut self, negated: bool) {
+        if let Some((span, true, choice)) = self.last {
+            if self.plain.last() == Some(&span.1) {
+                self.plain.pop();
+            }
+            self.last = Some((span, false, choice));
+            if negated {
+                self.any_negated = true;
+            } else {
+                self.any_qualified = true;
+            }
+        }
+    }
+
+    fn after_value(&self) -> bool {
+        self.last.is_some() && matches!(self.since, Since::Nothing | Since::Filler)
+    }
+
+    fn word(&mut self, w: &str) {
+        let class = words::class(w);
+        let run_has_value = matches!(self.run, Some((_, true)));
+        let first = self.first_start;
+        match class {
+            Class::Or | Class::Hedging | Class::Doubt => {
+                if run_has_value && self.after_value() {
+                    let from = self.alt.map_or(self.run.map_or(0, |r| r.0), |a| a.0);
+                    self.pending_or = Some((from, class));
+                    self.since = Since::Joined;
+                    self.run = None;
+                } else if class == Class::Doubt && !self.any_val {
+                    // `maybe 3`, `it could be 3`.
+                    self.qual_pending = true;
+                } else if class == Class::Doubt && self.last.is_some() {
+                    // `3, I guess`: the value before is a doubt.
+                    self.void_last(false);
+                }
+            }
+            Class::And => {
+                if self.after_value() {
+                    let from = self.and_alt.map_or(self.run.map_or(0, |r| r.0), |a| a.0);
+                    self.pending_and = Some(from);
+                    self.since = Since::Joined;
+                    self.run = None;
+                }
+            }
+            Class::Negation => self.neg = Neg::Pending,
+            Class::Wrong if self.after_value() => {
+                self.void_last(true);
+                self.since = Since::Other;
+            }
+            Class::Right if self.neg == Neg::Pending && self.after_value() => {
+                // `3 is not correct`, `3 is not the answer`.
+                self.void_last(true);
+                self.neg = Neg::None;
+                self.since = Since::Other;
+            }
+            Class::Right | Class::Filler => {
+                if w.eq_ignore_ascii_case("so") && self.since == Since::Joined {
+                    // `3 or so`.
+                    self.pending_or = None;
+                    self.void_last(false);
+                    self.since = Since::Other;
+                } else if self.since == Since::Nothing {
+                    self.since = Since::Filler;
+                }
+            }
+            Class::Bound => self.qual_pending = true,
+            Class::Comparative if self.since == Since::Joined => {
+                // `3 or more`, `3 and over`.
+                self.pending_or = None;
+                self.pending_and = None;
+                self.void_last(false);
+                self.since = Since::Other;
+            }
+            Class::At => {
+                if w.eq_ignore_ascii_case("up") && self.since == Since::Joined {
+                    // `3 and up`.
+                    self.pending_and = None;
+                    self.void_last(false);
+                    self.since = Since::Other;
+                } else if self.since == Since::Nothing {
+                    self.since = Since::At;
+                }
+            }
+            Class::Extreme => {
+                let after_at = self.prev_word == Some(Class::At);
+                let up_to = w.eq_ignore_ascii_case("to");
+                if after_at && self.since == Since::At && !up_to {
+                    // `3 at least`.
+                    self.void_last(false);
+                    self.since = Since::Other;
+                } else if after_at {
+                    // `at least 3`, `up to 3`.
+                    self.qual_pending = true;
+                }
+            }
+            Class::Restate if self.any_val => {
+                self.restating = true;
+                self.reset_run();
+            }
+            Class::Explain | Class::Example if !self.plain.is_empty() => self.stopped = true,
+            Class::Another if first.is_some() => {
+                // `3 (the other root is 5)`.
+                self.pending_or = Some((first.unwrap_or(0), Class::Another));
+                self.run = None;
+            }
+            Class::Respectively => {
+                if let (Some(f), Some((span, ..))) = (first, self.last) {
+                    if self.runs.len() > 1 {
+                        self.alt = Some((f, span.1));
+                    }
+                }
+            }
+            _ => {
+                self.other_words = true;
+                if self.neg == Neg::Applied {
+                    self.neg = Neg::None;
+                }
+                self.reset_run();
+            }
+        }
+        if !matches!(class, Class::Filler | Class::Right) || self.prev_word.is_none() {
+            self.prev_word = Some(class);
+        }
+    }
+
+    fn reset_run(&mut self) {
+        self.run = None;
+        self.pending_or = None;
+        self.pending_and = None;
+        self.since = Since::Other;
+    }
+
+    fn finish<'a>(mut self, v: &'a str) -> Reading<'a> {
+        let dangling = self.pending_or.map(|(_, class)| class);
+        let text = |(s, e): Span| v[s..e].trim();
+        let alt = self.alt.or(self
+            .and_alt
+            .filter(|_| self.and_choices || !self.other_words));
+        let prose = if dangling == Some(Class::Or) {
+            Prose::Unfinished
+        } else if dangling == Some(Class::Doubt) {
+            // `3, maybe`.
+            self.void_last(false);
+            if self.plain.is_empty() {
+                Prose::Qualified
+            } else {
+                Prose::Upto(*self.plain.last().unwrap_or(&0))
+            }
+        } else if let Some(span) = alt {
+            if self.any_negated {
+                Prose::Negated
+            } else {
+                Prose::Alternatives(text(span))
+            }
+        } else {
+            match self.plain.last() {
+                None if self.any_negated => Prose::Negated,
+                None if self.any_qualified => Prose::Qualified,
+                None => Prose::Plain,
+                Some(&end)
+                    if self.any_negated
+                        || self.any_qualified
+                        || self.stopped
+                        || self.runs.iter().any(|r| r.restated) =>
+                {
+                    Prose::Upto(end)
+                }
+                Some(_) => Prose::Plain,
+            }
+        };
+        let offer = |r: &Run, kind| Offer {
+            value: match r.int {
+                Some(n) => OfferValue::Int(n),
+                None => OfferValue::Text(text(r.span)),
+            },
+            kind,
+        };
+        let mut offers = Vec::new();
+        if let Some((s, e)) = alt {
+            offers.extend(
+                self.runs
+                    .iter()
+                    .filter(|r| r.span.0 >= s && r.span.1 <= e)
+                    .map(|r| offer(r, OfferKind::Alternative)),
+            );
+        }
+        if matches!(prose, Prose::Upto(_) | Prose::Plain) {
+            offers.extend(
+                self.runs
+                    .iter()
+                    .filter(|r| r.restated)
+                    .map(|r| offer(r, OfferKind::Restated)),
+            );
+        }
+        Reading {
+            prose,
+            offers,
+            overflow: self.overflow,
+        }
     }
 }
 
-/// Whether one extracted part hedges.
-pub(super) fn hedge_of(part: &str) -> Option<Hedge> {
-    match read_prose(part) {
+/// Reads a value's values (numbers, `$…$` spans, LaTeX commands, choice
+/// letters, number words, numerals) and words: `or` (or a hedging word, an
+/// ellipsis) between values makes alternatives; `not`, `never`, `…n't`
+/// before a value negates it, as `is wrong` or `is not correct` after it
+/// does; a bound (`at least`, `more than`, `or more`) or a doubt (`maybe`,
+/// `could be`, a question mark) qualifies it; values after `i.e.`,
+/// `namely` or `equivalently` restate it, and values after `because` or
+/// `e.g.` are not read. One pass, linear.
+pub(super) fn read_prose(v: &str) -> Reading<'_> {
+    let mut r = Reader::new();
+    for tok in Tokens::new(v) {
+        match tok {
+            Tok::Value { span, int, choice } => r.value(span, int, choice),
+            Tok::Math((s, _)) => {
+                r.run.get_or_insert((s, false));
+                if r.since != Since::Nothing {
+                    r.since = Since::Other;
+                }
+            }
+            Tok::Word(w, _) => r.word(w),
+            Tok::Ellipsis(_) => {
+                if r.after_value() && !r.stopped {
+                    let from = r.alt.map_or(r.run.map_or(0, |x| x.0), |a| a.0);
+                    r.pending_or = Some((from, Class::Hedging));
+                    r.since = Since::Joined;
+                    r.run = None;
+                }
+            }
+            Tok::Slash(_) => {
+                // `B/D`: choice letters offered together.
+                if r.last.is_some_and(|l| l.2) && r.since == Since::Nothing {
+                    let from = r.alt.map_or(r.run.map_or(0, |x| x.0), |a| a.0);
+                    r.pending_or = Some((from, Class::Hedging));
+                    r.since = Since::Joined;
+                    r.run = None;
+                }
+            }
+            Tok::Question(_) => {
+                if r.last.is_some() && r.since == Since::Nothing {
+                    r.void_last(false);
+                }
+            }
+            Tok::Stop(_) => {
+                r.qual_pending = false;
+                if r.neg == Neg::Applied {
+                    r.neg = Neg::None;
+                }
+                r.since = Since::Other;
+            }
+        }
+    }
+    r.finish(v)
+}
+
+/// Whether one extracted part hedges, and its offers.
+pub(super) fn hedge_of(part: &str) -> (Option<Hedge>, Vec<Offer<'_>>) {
+    let r = read_prose(part);
+    let hedge = match r.prose {
+        _ if r.overflow => Some(Hedge::Alternatives),
         Prose::Alternatives(_) => Some(Hedge::Alternatives),
         Prose::Negated => Some(Hedge::Negated),
+        Prose::Qualified => Some(Hedge::Qualified),
+        Prose::Unfinished => Some(Hedge::Unfinished),
+        // A box that only partly holds its answer (`\boxed{3 \text{ is wrong}, 4}`)
+        // is read whole; the verdict above already voided what it must.
         Prose::Plain | Prose::Upto(_) => None,
+    };
+    (hedge, r.offers)
+}
+
+/// Words after which a value is a step of a check, not a proposal.
+const CHECKING: [&str; 14] = [
+    "let",
+    "check",
+    "checking",
+    "verify",
+    "verifying",
+    "test",
+    "confirm",
+    "plug",
+    "plugging",
+    "substitute",
+    "substituting",
+    "double",
+    "recall",
+    "note",
+];
+
+/// The candidates a completion proposes after its final answer (`\boxed{3}
+/// or 4`, `The answer is 3. Or maybe 4.`, `Wait, it could be 4.`,
+/// `Actually, the answer is 4`): a value that follows, within three words,
+/// `or` opening a clause, a doubt or hedging word, `actually`, `instead`,
+/// `rather`, or the word `answer`. Each must equal the answer. `None`: more
+/// than [`MAX_OFFERS`] (a hedge of itself).
+pub(super) fn proposals<'a>(coda: &'a str) -> Option<Vec<Offer<'a>>> {
+    let mut offers = Vec::new();
+    // Words left before a cue lapses.
+    let mut cue: Option<u8> = None;
+    let mut clause_start = true;
+    // The proposal being read: its start, the end of its last value (None:
+    // no value yet) and the integer of a lone number word.
+    let mut open: Option<(usize, Option<usize>, Option<i64>)> = None;
+    let close = |open: &mut Option<(usize, Option<usize>, Option<i64>)>,
+                 offers: &mut Vec<Offer<'a>>| {
+        if let Some((s, Some(e), int)) = open.take() {
+            offers.push(Offer {
+                value: match int {
+                    Some(n) => OfferValue::Int(n),
+                    None => OfferValue::Text(coda[s..e].trim()),
+                },
+                kind: OfferKind::After,
+            });
+        }
+    };
+    for tok in Tokens::new(coda) {
+        match tok {
+            Tok::Value { span, int, .. } => {
+                match open.as_mut() {
+                    Some(o) => {
+                        o.2 = if o.1.is_none() && o.0 == span.0 {
+                            int
+                        } else {
+                            None
+                        };
+                        o.1 = Some(span.1);
+                    }
+                    None if cue.is_some() => open = Some((span.0, Some(span.1), int)),
+                    None => {}
+                }
+                cue = None;
+                clause_start = false;
+            }
+            Tok::Math(span) => {
+                if open.is_none() && cue.is_some() {
+                    open = Some((span.0, None, None));
+                    cue = None;
+                }
+                clause_start = false;
+            }
+            Tok::Word(w, _) => {
+                close(&mut open, &mut offers);
+                let class = words::class(w);
+                let starts = clause_start;
+                clause_start = false;
+                let is = |s: &str| w.eq_ignore_ascii_case(s);
+                if (class == Class::Or && starts)
+                    || matches!(class, Class::Doubt | Class::Hedging)
+                    || is("actually")
+                    || is("instead")
+                    || is("rather")
+                    || is("answer")
+                {
+                    cue = Some(3);
+                } else if matches!(class, Class::Explain | Class::Example)
+                    || CHECKING.iter().any(|c| is(c))
+                {
+                    cue = None;
+                } else if let Some(n) = cue {
+                    cue = n.checked_sub(1);
+                }
+            }
+            Tok::Stop(_) | Tok::Question(_) => {
+                close(&mut open, &mut offers);
+                cue = None;
+                clause_start = true;
+            }
+            Tok::Ellipsis(_) | Tok::Slash(_) => {}
+        }
+        if offers.len() > MAX_OFFERS {
+            return None;
+        }
     }
+    close(&mut open, &mut offers);
+    Some(offers)
 }

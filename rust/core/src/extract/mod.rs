@@ -16,6 +16,7 @@
 use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
 mod boxes;
+mod clause;
 mod fallback;
 mod hedges;
 mod markers;
@@ -23,6 +24,8 @@ mod region;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod tokens;
+mod words;
 
 use region::strip_special_tokens;
 pub use region::{answer_region, UNCLOSED_THINK};
@@ -76,6 +79,20 @@ impl Rule {
     /// The rule called `name` (see [`Rule::name`]).
     pub fn from_name(name: &str) -> Option<Rule> {
         name.parse().ok()
+    }
+
+    /// The rules that read a completion without a marker: a cut-off
+    /// completion is not read by them (see [`find_answer`]).
+    fn is_fallback(self) -> bool {
+        matches!(
+            self,
+            Rule::Bare
+                | Rule::LastValue
+                | Rule::Bold
+                | Rule::Choice
+                | Rule::MathSpan
+                | Rule::LastNumber
+        )
     }
 
     fn is_marker(self) -> bool {
@@ -146,18 +163,43 @@ pub struct Extracted<'a> {
     pub parts: Vec<&'a str>,
     pub rule: Rule,
     /// Set when the answer hedges (docs/verify_semantics.md "Which answer
-    /// counts", rule 3): a negated answer earns nothing; alternatives are one
-    /// collection answer, which never matches a single-valued gold.
+    /// counts", rule 3): a negated, qualified or unfinished answer earns
+    /// nothing; alternatives are one collection answer, which never matches a
+    /// single-valued gold.
     pub hedge: Option<Hedge>,
+    /// Values offered besides the answer, each of which must equal it (the
+    /// verifier compares them): alternatives, restatements and proposals
+    /// after the final answer.
+    pub offers: Vec<Offer<'a>>,
+}
+
+impl<'a> Extracted<'a> {
+    pub(crate) fn new(parts: Vec<&'a str>, rule: Rule) -> Self {
+        Extracted {
+            parts,
+            rule,
+            hedge: None,
+            offers: Vec::new(),
+        }
+    }
 }
 
 /// How an answer hedges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Hedge {
-    /// Values offered as alternatives: `1, 2, or 3`, `(A) or (C)`.
+    /// Values offered as alternatives: `1, 2, or 3`, `(A) or (C)`, `3 or
+    /// four`, `B/D`.
     Alternatives,
-    /// A negated answer: `the answer is not 3`.
+    /// A negated answer: `the answer is not 3`, `3 is wrong`.
     Negated,
+    /// A bound or a doubt, not a value: `at least 3`, `3 or more`, `maybe
+    /// 3`, `3?`.
+    Qualified,
+    /// An answer that breaks off: `the answer is 3 or` at the end.
+    Unfinished,
+    /// A different candidate offered after the final answer (`\boxed{3} or
+    /// 4`), or more candidates than are compared.
+    Proposed,
 }
 
 impl Hedge {
@@ -166,9 +208,49 @@ impl Hedge {
         match self {
             Hedge::Alternatives => "alternatives offered as the answer",
             Hedge::Negated => "a negated answer",
+            Hedge::Qualified => "a bound or a doubt, not a value",
+            Hedge::Unfinished => "an answer that breaks off",
+            Hedge::Proposed => "another answer offered after the final one",
         }
     }
 }
+
+/// A value a completion offers besides its answer, which must equal it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offer<'a> {
+    pub value: OfferValue<'a>,
+    pub kind: OfferKind,
+}
+
+/// An offered value: text to parse, or the integer a number word or Roman
+/// numeral stands for (`four`, `IV`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferValue<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// Where an offered value stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferKind {
+    /// One of the alternatives of the answer (`3 or four`): against a
+    /// single-valued gold each must equal it; against a multi-valued gold
+    /// they are the collection the answer is.
+    Alternative,
+    /// A restatement of the answer (`3, i.e. three`, `$3$, or equivalently $6/2$`).
+    Restated,
+    /// A candidate proposed after the final answer (`\boxed{3} Or maybe 4.`).
+    After,
+}
+
+/// Why a completion whose `\boxed{` never closes has no answer.
+pub const UNCLOSED_BOX: &str = "no answer: a \\boxed{ never closes (the output was cut off)";
+
+/// Why a completion without a marker has no answer when it was cut off.
+pub const TRUNCATED: &str = "no answer: the completion was cut off and has no answer marker";
+
+/// Why a completion has no answer when no rule finds one.
+pub const NO_ANSWER: &str = "no answer found";
 
 /// Whether `text` is too long to be searched under `opts` (an over-limit
 /// item is a non-match; callers report this as the reason).
@@ -179,11 +261,50 @@ pub fn over_limit(text: &str, opts: &ExtractOptions) -> bool {
 /// The final answer of a completion, or `None` when no rule finds one (or
 /// the text is over the length limit, or has no answer region).
 pub fn extract_answer<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
+    find_answer(text, opts, Hints::default()).ok()
+}
+
+/// What the caller knows about a completion besides its text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// The completion was cut off at the token limit (the trainer knows):
+    /// it is then read only through its answer markers, since a number near
+    /// where it stopped is a step of unfinished reasoning, and paying it
+    /// would reward running to the limit.
+    pub truncated: bool,
+    /// The gold is a choice letter: without a marker, a choice letter near
+    /// the end is the answer even when numbers follow it.
+    pub choice: bool,
+}
+
+/// The final answer of a completion, or why it has none.
+///
+/// Without [`Hints::truncated`], a cut-off completion is recognised only
+/// where it shows: an unclosed `\boxed{` or `<think>`, or an answer that
+/// breaks off (`3 or`).
+pub fn find_answer<'a>(
+    text: &'a str,
+    opts: &ExtractOptions,
+    hints: Hints,
+) -> Result<Extracted<'a>, &'static str> {
     if over_limit(text, opts) {
-        return None;
+        return Err("over budget: completion longer than the extraction limit");
     }
-    let scan = Scan::completion(text, opts).ok()?;
-    opts.rules.iter().find_map(|&rule| scan.apply(rule, opts))
+    let mut scan = Scan::completion(text, opts)?;
+    scan.prefer_choice = hints.choice;
+    for &rule in &opts.rules {
+        if hints.truncated && rule.is_fallback() {
+            continue;
+        }
+        if let Some(e) = scan.apply(rule, opts)? {
+            return Ok(e);
+        }
+    }
+    Err(if hints.truncated {
+        TRUNCATED
+    } else {
+        NO_ANSWER
+    })
 }
 
 /// The answer of a gold: like [`extract_answer`] for the marker rules, and a
@@ -198,13 +319,9 @@ pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracte
     opts.rules
         .iter()
         .filter(|r| r.is_marker())
-        .find_map(|&rule| scan.apply(rule, opts))
+        .find_map(|&rule| scan.apply(rule, opts).ok().flatten())
         .or_else(|| {
             let bare = text.trim();
-            (!bare.is_empty()).then(|| Extracted {
-                parts: vec![bare],
-                rule: Rule::Bare,
-                hedge: None,
-            })
+            (!bare.is_empty()).then(|| Extracted::new(vec![bare], Rule::Bare))
         })
 }

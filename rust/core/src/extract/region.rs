@@ -16,21 +16,20 @@ pub const UNCLOSED_THINK: &str = "no answer: the reasoning never closes (<think>
 /// the text after the last `</think>` counts, and a completion whose last
 /// reasoning tag opens (`<think>` never closed) has none.
 ///
-/// The tags are found in one SIMD substring pass; boxes are then looked
-/// for in the region only.
+/// Tags are read as models write them: in any case, with spaces inside
+/// (`<THINK>`, `<think >`, `< /think>`), and `<thinking>` alike. They are
+/// found in one SIMD pass over `<`; boxes are then looked for in the region
+/// only.
 pub fn answer_region<'a>(text: &'a str, opts: &ExtractOptions) -> Result<&'a str, &'static str> {
     let text = strip_special_tokens(text);
     if !opts.think {
         return Ok(text);
     }
     let bytes = text.as_bytes();
-    // The last `<think>` / `</think>`: one forward SIMD pass for `think>`.
     let mut last = None;
-    for k in finders().think.find_iter(bytes) {
-        if k >= 2 && &bytes[k - 2..k] == b"</" {
-            last = Some(Ok(k + b"think>".len()));
-        } else if k >= 1 && bytes[k - 1] == b'<' {
-            last = Some(Err(UNCLOSED_THINK));
+    for k in memchr::memchr_iter(b'<', bytes) {
+        if let Some((close, end)) = think_tag(bytes, k) {
+            last = Some(if close { Ok(end) } else { Err(UNCLOSED_THINK) });
         }
     }
     match last {
@@ -40,16 +39,40 @@ pub fn answer_region<'a>(text: &'a str, opts: &ExtractOptions) -> Result<&'a str
     }
 }
 
+/// The reasoning tag opening at `b[k]` (a `<`): whether it closes, and its end.
+fn think_tag(b: &[u8], k: usize) -> Option<(bool, usize)> {
+    let spaces = |mut i: usize| {
+        while b.get(i).is_some_and(|c| *c == b' ') && i < k + 8 {
+            i += 1;
+        }
+        i
+    };
+    let mut i = spaces(k + 1);
+    let close = b.get(i) == Some(&b'/');
+    if close {
+        i = spaces(i + 1);
+    }
+    let word =
+        |i: usize, w: &[u8]| b.len() >= i + w.len() && b[i..i + w.len()].eq_ignore_ascii_case(w);
+    if !word(i, b"think") {
+        return None;
+    }
+    i += 5;
+    if word(i, b"ing") {
+        i += 3;
+    }
+    let i = spaces(i);
+    (b.get(i) == Some(&b'>')).then_some((close, i + 1))
+}
+
 pub(super) struct Finders {
     pub(super) boxes: memmem::Finder<'static>,
-    think: memmem::Finder<'static>,
 }
 
 pub(super) fn finders() -> &'static Finders {
     static F: OnceLock<Finders> = OnceLock::new();
     F.get_or_init(|| Finders {
         boxes: memmem::Finder::new("box"),
-        think: memmem::Finder::new("think>"),
     })
 }
 

@@ -1,9 +1,10 @@
 //! What the rules read of one text, and the rules in priority order.
 
+use super::clause::{expression_around, sentence_around};
 use super::fallback::{
     last_bold, last_choice, last_math_span, last_number, looks_like_an_answer, tail_start,
 };
-use super::hedges::{hedge_of, read_prose, Prose};
+use super::hedges::{hedge_of, proposals, read_prose, Prose};
 use super::markers::{marker_value, Markers, ANSWER_COLON, ANSWER_IS, FINAL_ANSWER, GSM8K};
 use super::region::{answer_region, finders};
 use super::{ExtractOptions, Extracted, Hedge, Rule};
@@ -16,6 +17,8 @@ pub(super) struct Scan<'a> {
     /// Start of every `\boxed` / `\fbox` and the length of its keyword, in order.
     pub(super) boxes: Vec<(usize, usize)>,
     markers: std::cell::OnceCell<Markers>,
+    /// The gold is a choice letter (see [`super::Hints::choice`]).
+    pub(super) prefer_choice: bool,
 }
 
 impl<'a> Scan<'a> {
@@ -40,6 +43,7 @@ impl<'a> Scan<'a> {
             text,
             boxes,
             markers: std::cell::OnceCell::new(),
+            prefer_choice: false,
         }
     }
 
@@ -52,32 +56,26 @@ impl<'a> Scan<'a> {
         self.markers.get_or_init(|| Markers::new(self.text))
     }
 
-    pub(super) fn apply(&self, rule: Rule, opts: &ExtractOptions) -> Option<Extracted<'a>> {
-        let one = |part: &'a str| Extracted {
-            parts: vec![part],
-            rule,
-            hedge: None,
-        };
-        let marked = |(part, hedge): (&'a str, Option<Hedge>)| {
-            Some(Extracted {
-                parts: vec![part],
-                rule,
-                hedge,
-            })
-        };
-        match rule {
-            Rule::Boxed => self.boxed(),
-            Rule::AnswerTag => self
-                .answer_tag()
-                .and_then(|part| marked((part, hedge_of(part)))),
-            Rule::FinalAnswer => self.after(FINAL_ANSWER).and_then(marked),
-            Rule::Gsm8k => self.after(GSM8K).and_then(marked),
-            Rule::AnswerColon => self.after(ANSWER_COLON).and_then(marked),
-            Rule::AnswerIs => self.after(ANSWER_IS).and_then(marked),
+    /// The answer `rule` finds, `Ok(None)` when it finds none, or `Err`
+    /// when the completion can have no answer (an unclosed box).
+    pub(super) fn apply(
+        &self,
+        rule: Rule,
+        opts: &ExtractOptions,
+    ) -> Result<Option<Extracted<'a>>, &'static str> {
+        let one = |part: &'a str| Extracted::new(vec![part], rule);
+        Ok(match rule {
+            Rule::Boxed => return self.boxed(),
+            Rule::AnswerTag => self.answer_tag(),
+            Rule::FinalAnswer => self.after(FINAL_ANSWER, rule),
+            Rule::Gsm8k => self.after(GSM8K, rule),
+            Rule::AnswerColon => self.after(ANSWER_COLON, rule),
+            Rule::AnswerIs => self.after(ANSWER_IS, rule),
             Rule::LastValue => self.last_value(opts),
             Rule::Bold | Rule::Choice | Rule::MathSpan | Rule::LastNumber => {
                 let tail = tail_start(self.text, opts.tail_len);
-                self.candidate(rule, tail, opts).map(|(_, part)| one(part))
+                self.candidate(rule, tail, opts)
+                    .map(|(start, end, part)| self.in_its_sentence(start, end, part, rule))
             }
             Rule::Bare => {
                 let t = self.text.trim();
@@ -90,89 +88,214 @@ impl<'a> Scan<'a> {
                     }
                     _ => t,
                 };
-                (bare && looks_like_an_answer(t)).then(|| one(t))
+                (bare && looks_like_an_answer(t)).then(|| {
+                    let mut e = one(t);
+                    let (hedge, offers) = hedge_of(t);
+                    e.hedge = hedge;
+                    e.offers = offers;
+                    e
+                })
+            }
+        })
+    }
+
+    /// The content of the last closed `<answer>…</answer>` pair, its hedges
+    /// and what the text after it proposes.
+    fn answer_tag(&self) -> Option<Extracted<'a>> {
+        let (start, end, close) = self.markers().last_tag?;
+        let part = self.text[start..end].trim();
+        let mut e = Extracted::new(vec![part], Rule::AnswerTag);
+        let (hedge, offers) = hedge_of(part);
+        e.hedge = hedge;
+        e.offers = offers;
+        self.read_coda(&mut e, close);
+        Some(e)
+    }
+
+    /// The candidates the text after the answer (from `end`) proposes, added
+    /// to its offers (too many: a hedge).
+    pub(super) fn read_coda(&self, e: &mut Extracted<'a>, end: usize) {
+        // The answer may close a math span (`$\\boxed{3}$`): its closer is no opener.
+        let coda = self.text[end..].trim_start_matches([' ', '$']);
+        let coda = coda
+            .strip_prefix("\\)")
+            .or_else(|| coda.strip_prefix("\\]"))
+            .unwrap_or(coda);
+        match proposals(coda) {
+            Some(offers) => e.offers.extend(offers),
+            None => {
+                e.hedge.get_or_insert(Hedge::Proposed);
             }
         }
     }
 
-    /// The content of the last closed `<answer>…</answer>` pair.
-    fn answer_tag(&self) -> Option<&'a str> {
-        let (start, end) = self.markers().last_tag?;
-        Some(self.text[start..end].trim())
-    }
-
-    /// The value after the last occurrence of a line marker, and whether it
-    /// hedges.
+    /// The value after the last occurrence of a line marker, its hedges and
+    /// offers.
     ///
     /// A value that is prose (`Answer: The largest $n$ is 34.`) gives way to
-    /// the last mathematical value inside it, except a negated one (`5, not
-    /// 3` answers 5). Once a marker is found its value is the answer: values
-    /// offered as alternatives (`1, 2, or 3`, `(A) or (C)`) are the answer
-    /// together, and a value that is only negated (`not 3`) is a hedge; the
-    /// text never falls back to the last value of the completion.
-    fn after(&self, id: usize) -> Option<(&'a str, Option<Hedge>)> {
-        let v = marker_value(self.text, self.markers().last_end[id]?)?;
-        let upto = match read_prose(v) {
-            Prose::Alternatives(region) => return Some((region, Some(Hedge::Alternatives))),
-            Prose::Negated => return Some((v, Some(Hedge::Negated))),
+    /// the last plain mathematical value inside it (`5, not 3` answers 5;
+    /// `5 because x = 2` answers 5). Once a marker is found its value is the
+    /// answer: values offered as alternatives (`1, 2, or 3`, `(A) or (C)`)
+    /// are the answer together, and a value that is only negated (`not 3`),
+    /// qualified (`at least 3`, `maybe 3`, `3?`) or unfinished (`3 or`) is a
+    /// hedge; the text never falls back to the last value of the completion.
+    fn after(&self, id: usize, rule: Rule) -> Option<Extracted<'a>> {
+        let mv = marker_value(self.text, self.markers().last_end[id]?)?;
+        let reading = read_prose(mv.sentence);
+        let mut e = Extracted::new(vec![mv.value], rule);
+        e.offers = reading.offers;
+        self.read_coda(&mut e, mv.end);
+        if reading.overflow {
+            e.hedge = Some(Hedge::Alternatives);
+            return Some(e);
+        }
+        let v = mv.sentence;
+        let is_span = mv.value.as_ptr() != v.as_ptr() || mv.value.len() != v.len();
+        let upto = match reading.prose {
+            Prose::Alternatives(region) => {
+                e.parts = vec![region];
+                e.hedge = Some(Hedge::Alternatives);
+                return Some(e);
+            }
+            Prose::Negated => return Some(hedged(e, Hedge::Negated)),
+            Prose::Qualified => return Some(hedged(e, Hedge::Qualified)),
+            Prose::Unfinished => return Some(hedged(e, Hedge::Unfinished)),
+            // A `$…$` span opened the value: it is the answer.
+            Prose::Plain if is_span => return Some(e),
             Prose::Plain => v.len(),
             Prose::Upto(end) => end,
         };
-        if upto == v.len() && looks_like_an_answer(v) {
-            return Some((v, None));
+        let v = v.trim_end_matches('?');
+        if !is_span && upto >= v.len() && looks_like_an_answer(v) {
+            e.parts = vec![v];
+            return Some(e);
         }
-        let w = &v[..upto];
-        let inner = [
-            last_bold(w, usize::MAX),
-            last_math_span(w),
-            last_choice(w, 0),
-            last_number(w, 0),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|(_, part)| !part.is_empty())
-        .fold(None, |best: Option<(usize, &'a str)>, c| match best {
-            Some(b) if b.0 >= c.0 => Some(b),
-            _ => Some(c),
-        });
-        Some((inner.map_or(v, |(_, part)| part), None))
+        let fallback = if is_span { mv.value } else { v };
+        e.parts = vec![last_plain_value(&v[..upto.min(v.len())]).unwrap_or(fallback)];
+        Some(e)
     }
 
-    /// The latest-ending of the no-marker candidates near the end.
+    /// The latest-ending of the no-marker candidates near the end, read in
+    /// its sentence.
     fn last_value(&self, opts: &ExtractOptions) -> Option<Extracted<'a>> {
         let tail = tail_start(self.text, opts.tail_len);
+        if self.prefer_choice {
+            // Against a choice letter, the letter near the end answers, not
+            // the numbers of the reasoning after it.
+            if let Some((start, end, part)) = self.candidate(Rule::Choice, tail, opts) {
+                return Some(self.in_its_sentence(start, end, part, Rule::Choice));
+            }
+        }
         // On a tie the wrapper wins: `**5**` and `$5$` end after their number.
         [Rule::Bold, Rule::MathSpan, Rule::Choice, Rule::LastNumber]
             .into_iter()
             .filter_map(|rule| {
                 self.candidate(rule, tail, opts)
-                    .map(|(end, part)| (end, rule, part))
+                    .map(|(start, end, part)| (end, start, rule, part))
             })
-            .fold(None, |best: Option<(usize, Rule, &'a str)>, c| match best {
-                Some(b) if b.0 >= c.0 => Some(b),
-                _ => Some(c),
-            })
-            .map(|(_, rule, part)| Extracted {
-                parts: vec![part],
-                rule,
-                hedge: None,
-            })
+            .fold(
+                None,
+                |best: Option<(usize, usize, Rule, &'a str)>, c| match best {
+                    Some(b) if b.0 >= c.0 => Some(b),
+                    _ => Some(c),
+                },
+            )
+            .map(|(end, start, rule, part)| self.in_its_sentence(start, end, part, rule))
     }
 
-    /// The last candidate of a no-marker rule ending at or after `tail`: (end, part).
+    /// A value found without a marker, read in its sentence: a hedge there
+    /// (`It can't be 3.`, `maybe 3`, `3 or 4`) is its hedge; an earlier plain
+    /// value of the sentence answers when this one is only a bound or a
+    /// negation (`12, which is more than 3`); the text after the sentence is
+    /// read for other candidates.
+    fn in_its_sentence(
+        &self,
+        start: usize,
+        end: usize,
+        part: &'a str,
+        rule: Rule,
+    ) -> Extracted<'a> {
+        let (s, e_) = sentence_around(self.text, start, end);
+        let sentence = &self.text[s..e_];
+        let reading = read_prose(sentence);
+        let mut e = Extracted::new(vec![part], rule);
+        e.offers = reading.offers;
+        self.read_coda(&mut e, e_);
+        if reading.overflow {
+            e.hedge = Some(Hedge::Alternatives);
+            return e;
+        }
+        match reading.prose {
+            Prose::Alternatives(region) => {
+                e.parts = vec![region];
+                e.hedge = Some(Hedge::Alternatives);
+            }
+            Prose::Negated => e.hedge = Some(Hedge::Negated),
+            Prose::Qualified => e.hedge = Some(Hedge::Qualified),
+            Prose::Unfinished => e.hedge = Some(Hedge::Unfinished),
+            Prose::Upto(upto) if s + upto < end => {
+                // The value itself is negated, qualified or a restatement.
+                match last_plain_value(&sentence[..upto]) {
+                    Some(p) => e.parts = vec![p],
+                    None => e.hedge = Some(Hedge::Negated),
+                }
+            }
+            Prose::Plain | Prose::Upto(_) => {}
+        }
+        e
+    }
+
+    /// The last candidate of a no-marker rule ending after `tail`: (start,
+    /// end, part). The last number is the whole expression it is part of,
+    /// or nothing (`\frac{639}{40}`, never `40`).
     fn candidate(
         &self,
         rule: Rule,
         tail: usize,
         opts: &ExtractOptions,
-    ) -> Option<(usize, &'a str)> {
+    ) -> Option<(usize, usize, &'a str)> {
+        let text = self.text;
+        let offset = |part: &str| part.as_ptr() as usize - text.as_ptr() as usize;
         let found = match rule {
-            Rule::Bold => last_bold(self.text, opts.max_bold_len),
-            Rule::MathSpan => last_math_span(self.text),
-            Rule::Choice => last_choice(self.text, tail),
-            Rule::LastNumber => last_number(self.text, tail),
+            Rule::Bold => last_bold(text, opts.max_bold_len),
+            Rule::MathSpan => last_math_span(text),
+            Rule::Choice => last_choice(text, tail),
+            Rule::LastNumber => {
+                let (end, number) = last_number(text, tail)?;
+                let start = offset(number);
+                let (from, _) = sentence_around(text, start, end);
+                let (s, e) = expression_around(text, from, start, end)?;
+                Some((e.max(end), &text[s..e]))
+            }
             _ => None,
         };
-        found.filter(|&(end, part)| end > tail && !part.is_empty())
+        found
+            .filter(|&(end, part)| end > tail && !part.is_empty())
+            .map(|(end, part)| (offset(part).min(end), end, part))
     }
+}
+
+/// An extraction that hedges.
+fn hedged(mut e: Extracted<'_>, hedge: Hedge) -> Extracted<'_> {
+    e.hedge = Some(hedge);
+    e
+}
+
+/// The latest-ending value inside a piece of prose: bold, a math span, a
+/// choice letter or a number.
+fn last_plain_value(w: &str) -> Option<&str> {
+    [
+        last_bold(w, usize::MAX),
+        last_math_span(w),
+        last_choice(w, 0),
+        last_number(w, 0),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|(_, part)| !part.is_empty())
+    .fold(None, |best: Option<(usize, &str)>, c| match best {
+        Some(b) if b.0 >= c.0 => Some(b),
+        _ => Some(c),
+    })
+    .map(|(_, part)| part)
 }

@@ -35,10 +35,33 @@ fn several_boxes_are_all_parts() {
 }
 
 #[test]
-fn unclosed_box_is_skipped() {
-    assert_eq!(one("the answer is 4. \\boxed{4"), ("4", Rule::AnswerIs));
-    assert_eq!(ans("\\boxedx{4}"), Some((vec!["4"], Rule::LastNumber)));
-    assert_eq!(ans("\\boxed{}"), Some((vec![""], Rule::Boxed)));
+fn an_unclosed_box_is_a_cut_off_answer() {
+    let o = ExtractOptions::default();
+    for text in [
+        "the answer is 4. \\boxed{4",
+        "\\boxed{3} so finally \\boxed{\\frac{1}{2}",
+        "\\boxed{\\boxed{3}",
+    ] {
+        assert_eq!(
+            find_answer(text, &o, Hints::default()).err(),
+            Some(UNCLOSED_BOX),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        ans("\\boxedx{4}"),
+        Some((vec!["\\boxedx{4}"], Rule::LastNumber))
+    );
+    // A blank is no answer; another rule may find one.
+    assert_eq!(ans("\\boxed{}"), None);
+    assert_eq!(
+        ans("Fill in \\boxed{\\phantom{7}}: the answer is 7."),
+        Some((vec!["7"], Rule::AnswerIs))
+    );
+    assert_eq!(
+        ans("Put it in $\\boxed{\\quad}$. So \\boxed{7}"),
+        Some((vec!["7"], Rule::Boxed))
+    );
 }
 
 #[test]
@@ -111,13 +134,19 @@ fn last_value_picks_the_latest() {
     assert_eq!(one("it is $x=2$, then 9"), ("9", Rule::LastNumber));
     assert_eq!(one("total **12** apples"), ("12", Rule::Bold));
     assert_eq!(one("so -1,234.5 m"), ("-1,234.5", Rule::LastNumber));
+    // The whole expression the last number is part of, or nothing.
+    assert_eq!(
+        one("so it is \\frac{639}{40}"),
+        ("\\frac{639}{40}", Rule::LastNumber)
+    );
+    assert_eq!(one("so z = 1+2i"), ("z = 1+2i", Rule::LastNumber));
     assert_eq!(one("about 3/4 of it"), ("3/4", Rule::LastNumber));
     assert_eq!(one("that is 12%."), ("12%", Rule::LastNumber));
     // Digit groups joined by commas are one value for the parser: a
     // decimal comma (`1,23`), or a list, never its last number alone.
-    assert_eq!(one("pick 2, 1,23"), ("1,23", Rule::LastNumber));
+    assert_eq!(one("pick 2, 1,23"), ("2, 1,23", Rule::LastNumber));
     assert_eq!(one("we get 1,2,3"), ("1,2,3", Rule::LastNumber));
-    assert_eq!(one("the point is (3,4)."), ("3,4", Rule::LastNumber));
+    assert_eq!(one("the point is (3,4)."), ("(3,4)", Rule::LastNumber));
     assert_eq!(
         one("it costs 1,250.50 dollars"),
         ("1,250.50", Rule::LastNumber)
@@ -177,7 +206,7 @@ fn last_value_only_near_the_end() {
         ..ExtractOptions::default()
     };
     let e = extract_answer(&text, &opts).expect("found with a wide tail");
-    assert_eq!(e.parts, vec!["5"]);
+    assert_eq!(e.parts, vec!["x = 5"]);
 }
 
 #[test]
@@ -236,8 +265,11 @@ fn pathological_inputs_stay_linear() {
     // 10^5 nested braces, unclosed: no answer and no stack growth.
     let deep = format!("\\boxed{}", "{".repeat(100_000));
     let _ = ans(&deep);
+    // The same answer boxed many times is one answer; different ones are all parts.
     let many = "\\boxed{1}".repeat(20_000);
-    assert_eq!(ans(&many).map(|(p, _)| p.len()), Some(20_000));
+    assert_eq!(ans(&many).map(|(p, _)| p.len()), Some(1));
+    let distinct: String = (0..20_000).map(|k| format!("\\boxed{{{k}}}")).collect();
+    assert_eq!(ans(&distinct).map(|(p, _)| p.len()), Some(20_000));
     let dollars = "$".repeat(100_001);
     let _ = ans(&dollars);
     let stars = "*".repeat(100_001);
@@ -287,12 +319,16 @@ fn alternatives_after_a_marker_are_the_answer_together() {
     }
     assert_eq!(hedge("\\boxed{381 or 391}"), Some(Hedge::Alternatives));
     // `or` that offers no second value is no hedge.
-    assert_eq!(one("the answer is 3 or more apples"), ("3", Rule::AnswerIs));
+    // A bound is no answer (`3 or more`), nor is a dangling `or`.
+    assert_eq!(
+        hedge("the answer is 3 or more apples"),
+        Some(Hedge::Qualified)
+    );
+    assert_eq!(hedge("the answer is 3 or"), Some(Hedge::Unfinished));
     assert_eq!(
         one("the answer is 3, or equivalently 6/2"),
-        ("6/2", Rule::AnswerIs)
+        ("3", Rule::AnswerIs)
     );
-    assert_eq!(hedge("the answer is 3 or more apples"), None);
     assert_eq!(one("The answer is probably 3."), ("3", Rule::AnswerIs));
     // A span followed by other values that are no alternatives stays the answer.
     assert_eq!(
@@ -346,7 +382,7 @@ fn a_value_with_its_unit_is_a_bare_answer() {
     assert_eq!(one("12 meters."), ("12 meters.", Rule::Bare));
     assert_eq!(one("3\\sqrt2 inches"), ("3\\sqrt2 inches", Rule::Bare));
     // Prose is not: a word that is no unit, or a unit before more words.
-    assert_eq!(one("2\\pi apples"), ("2", Rule::LastNumber));
+    assert_eq!(one("2\\pi apples"), ("2\\pi", Rule::LastNumber));
     assert_eq!(one("5 dollars and 3 cents"), ("3", Rule::LastNumber));
     assert_eq!(ans("cm"), Some((vec!["cm"], Rule::Bare)));
 }
@@ -389,7 +425,8 @@ fn only_the_text_after_the_last_think_counts() {
     let e = extract_answer("<think>so \\boxed{3}", &off).expect("found");
     assert_eq!(e.parts, vec!["3"]);
     let e = extract_answer("<think>\\boxed{3}</think> and \\boxed{3}", &off).expect("found");
-    assert_eq!(e.parts, vec!["3", "3"]);
+    // The same answer twice is one answer.
+    assert_eq!(e.parts, vec!["3"]);
     // The tags are not an answer: the choice after them is.
     let e = extract_answer("<think>hmm</think> (C)", &off).expect("found");
     assert_eq!((e.parts, e.rule), (vec!["C"], Rule::Choice));
@@ -424,15 +461,19 @@ fn special_tokens_are_not_text() {
     assert_eq!(g.parts, vec!["72"]);
 }
 
+fn prose(v: &str) -> Prose<'_> {
+    read_prose(v).prose
+}
+
 #[test]
 fn prose_reader() {
-    assert_eq!(read_prose("4 or 3"), Prose::Alternatives("4 or 3"));
-    assert_eq!(read_prose("not 3"), Prose::Negated);
-    assert_eq!(read_prose("5, not 3"), Prose::Upto(1));
-    assert_eq!(read_prose("The largest $n$ is 34"), Prose::Plain);
-    assert_eq!(read_prose("or 3"), Prose::Plain);
+    assert_eq!(prose("4 or 3"), Prose::Alternatives("4 or 3"));
+    assert_eq!(prose("not 3"), Prose::Negated);
+    assert_eq!(prose("5, not 3"), Prose::Upto(1));
+    assert_eq!(prose("The largest $n$ is 34"), Prose::Plain);
+    assert_eq!(prose("or 3"), Prose::Plain);
     assert_eq!(
-        read_prose("\\frac{1}{2} or \\frac{1}{3}"),
+        prose("\\frac{1}{2} or \\frac{1}{3}"),
         Prose::Alternatives("\\frac{1}{2} or \\frac{1}{3}")
     );
     // Unbalanced input ends, linear.
