@@ -43,7 +43,7 @@ from typing import Any
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.names import ANCHORED_RULES
-from grpo_fast.verify import RULES, extract_answer, verify_detailed
+from grpo_fast.verify import RULES, extract_answer, extract_gold, verify_detailed
 from grpo_fast.verify import parse as parse_value
 
 __all__ = [
@@ -187,6 +187,11 @@ def parse(
         )
     rules = _rules(extraction_config)
     found = extract_answer(pred, rules=rules, think=think)
+    if found is None and "\\boxed" in pred:
+        # math-verify parses golds and completions alike: an unclosed
+        # `\\boxed{` is no completion's answer (cut off) but may be a
+        # dataset's gold; verify() reads each side again as what it is.
+        found = extract_gold(pred, rules=rules)
     if found is None:
         return []
     value = parse_value(found.answer)

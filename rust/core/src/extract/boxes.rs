@@ -102,7 +102,8 @@ fn is_placeholder(part: &str) -> bool {
                     j += 1;
                 }
                 match &part[i + 1..j] {
-                    "" => i += 2, // `\,`, `\ `, `\_`
+                    // `\,`, `\ `, `\_`.
+                    "" => i += 1 + part[i + 1..].chars().next().map_or(0, char::len_utf8),
                     "phantom" | "hphantom" | "vphantom" | "hspace" => {
                         i = skip_group(b, j);
                     }

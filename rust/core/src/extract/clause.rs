@@ -81,7 +81,8 @@ pub(super) fn expression_around(
                 let cmd = &text[i + 1..j];
                 if j == i + 1 {
                     // `\%`, `\,`, `\{`: an escaped symbol (`\\` breaks the line).
-                    (b.get(i + 1) != Some(&b'\\')).then_some((i + 2).min(b.len()))
+                    let next = text[i + 1..].chars().next().map_or(0, char::len_utf8);
+                    (b.get(i + 1) != Some(&b'\\')).then_some(i + 1 + next)
                 } else if matches!(cmd, "text" | "textbf" | "mbox" | "textit") {
                     None
                 } else {
@@ -99,7 +100,10 @@ pub(super) fn expression_around(
             }
             c if c.is_ascii_alphabetic() => {
                 let mut j = i;
-                while j < b.len() && b[j].is_ascii_alphabetic() {
+                while j < b.len()
+                    && (b[j].is_ascii_alphabetic()
+                        || (b[j] == b'\'' && b.get(j + 1).is_some_and(u8::is_ascii_alphabetic)))
+                {
                     j += 1;
                 }
                 // A single letter is a variable (`1+2i`, `x = 5`); a word ends the math.
@@ -182,14 +186,17 @@ fn trim_expression(
         while e > s && sep(b[e - 1]) {
             e -= 1;
         }
-        // A unit letter after a number (`5 m`, `-1,234.5 m`) is decoration.
-        if e >= s + 3
-            && b[e - 1].is_ascii_alphabetic()
-            && b[e - 2] == b' '
-            && b[e - 3].is_ascii_digit()
-            && e - 1 > end
-        {
-            e -= 2;
+        // A unit letter after a number (`5 m`, `10m`, `1,000.99m²`) is
+        // decoration; `2i` is a number.
+        let mut u = e;
+        while u > s && !b[u - 1].is_ascii() {
+            u -= 1; // `²`, `³`
+        }
+        if u >= s + 2 && u > end && b[u - 1].is_ascii_alphabetic() && b[u - 1] != b'i' {
+            let before = if b[u - 2] == b' ' { u - 2 } else { u - 1 };
+            if before > s && b[before - 1].is_ascii_digit() {
+                e = before;
+            }
         }
         while s < e && (sep(b[s]) || matches!(b[s], b'+' | b'*' | b'/' | b'^')) {
             s += 1;
@@ -273,6 +280,7 @@ mod tests {
         assert_eq!(around("so 12\\% of it", "12"), Some("12\\%"));
         assert_eq!(around("the interval [2, 5)", "5"), Some("[2, 5)"));
         assert_eq!(around("so it is 5 cm", "5"), Some("5"));
+        assert_eq!(around("it's 1,000.99m²", "1,000.99"), Some("1,000.99"));
         assert_eq!(around("the set {2, 3", "3"), None);
         assert_eq!(around("so -1,234.5 m", "-1,234.5"), Some("-1,234.5"));
     }

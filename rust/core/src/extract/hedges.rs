@@ -77,6 +77,10 @@ struct Reader {
     any_qualified: bool,
     /// Values after `because`, `e.g.`: read no further.
     stopped: bool,
+    /// Reading the sentence of a value found without a marker: the long
+    /// sentences of reasoning, where `because`, `also` or `respectively`
+    /// say nothing about the value at its end.
+    in_reasoning: bool,
     restating: bool,
     plain: Vec<usize>,
     /// The last value: its span, whether it is plain, whether it is a choice letter.
@@ -102,7 +106,7 @@ struct Reader {
 }
 
 impl Reader {
-    fn new() -> Self {
+    fn new(in_reasoning: bool) -> Self {
         Reader {
             neg: Neg::None,
             qual_pending: false,
@@ -110,6 +114,7 @@ impl Reader {
             any_negated: false,
             any_qualified: false,
             stopped: false,
+            in_reasoning,
             restating: false,
             plain: Vec::new(),
             last: None,
@@ -250,6 +255,10 @@ impl Reader {
                 self.since = Since::Other;
             }
             Class::Right | Class::Filler => {
+                if self.neg == Neg::Applied {
+                    // `not 10, it's 1,000`: the negation is over.
+                    self.neg = Neg::None;
+                }
                 if w.eq_ignore_ascii_case("so") && self.since == Since::Joined {
                     // `3 or so`.
                     self.pending_or = None;
@@ -293,13 +302,15 @@ impl Reader {
                 self.restating = true;
                 self.reset_run();
             }
-            Class::Explain | Class::Example if !self.plain.is_empty() => self.stopped = true,
-            Class::Another if first.is_some() => {
+            Class::Explain | Class::Example if !self.plain.is_empty() && !self.in_reasoning => {
+                self.stopped = true;
+            }
+            Class::Another if first.is_some() && !self.in_reasoning => {
                 // `3 (the other root is 5)`.
                 self.pending_or = Some((first.unwrap_or(0), Class::Another));
                 self.run = None;
             }
-            Class::Respectively => {
+            Class::Respectively if !self.in_reasoning => {
                 if let (Some(f), Some((span, ..))) = (first, self.last) {
                     if self.runs.len() > 1 {
                         self.alt = Some((f, span.1));
@@ -405,7 +416,17 @@ impl Reader {
 /// `namely` or `equivalently` restate it, and values after `because` or
 /// `e.g.` are not read. One pass, linear.
 pub(super) fn read_prose(v: &str) -> Reading<'_> {
-    let mut r = Reader::new();
+    read(v, false)
+}
+
+/// [`read_prose`] of the sentence a value found without a marker stands in:
+/// `because`, `e.g.`, `also` and `respectively` are words like any other there.
+pub(super) fn read_sentence(v: &str) -> Reading<'_> {
+    read(v, true)
+}
+
+fn read(v: &str, in_reasoning: bool) -> Reading<'_> {
+    let mut r = Reader::new(in_reasoning);
     for tok in Tokens::new(v) {
         match tok {
             Tok::Value { span, int, choice } => r.value(span, int, choice),

@@ -4,7 +4,7 @@ use super::clause::{expression_around, sentence_around};
 use super::fallback::{
     last_bold, last_choice, last_math_span, last_number, looks_like_an_answer, tail_start,
 };
-use super::hedges::{hedge_of, proposals, read_prose, Prose};
+use super::hedges::{hedge_of, proposals, read_prose, read_sentence, Prose};
 use super::markers::{marker_value, Markers, ANSWER_COLON, ANSWER_IS, FINAL_ANSWER, GSM8K};
 use super::region::{answer_region, finders};
 use super::{ExtractOptions, Extracted, Hedge, Rule};
@@ -215,9 +215,10 @@ impl<'a> Scan<'a> {
         part: &'a str,
         rule: Rule,
     ) -> Extracted<'a> {
+        let offset = |p: &str| p.as_ptr() as usize - self.text.as_ptr() as usize;
         let (s, e_) = sentence_around(self.text, start, end);
         let sentence = &self.text[s..e_];
-        let reading = read_prose(sentence);
+        let reading = read_sentence(sentence);
         let mut e = Extracted::new(vec![part], rule);
         e.offers = reading.offers;
         self.read_coda(&mut e, e_);
@@ -226,10 +227,12 @@ impl<'a> Scan<'a> {
             return e;
         }
         match reading.prose {
-            Prose::Alternatives(region) => {
+            // Alternatives earlier in the sentence are reasoning, not this value's.
+            Prose::Alternatives(region) if offset(region) + region.len() >= end => {
                 e.parts = vec![region];
                 e.hedge = Some(Hedge::Alternatives);
             }
+            Prose::Alternatives(_) => e.offers.clear(),
             Prose::Negated => e.hedge = Some(Hedge::Negated),
             Prose::Qualified => e.hedge = Some(Hedge::Qualified),
             Prose::Unfinished => e.hedge = Some(Hedge::Unfinished),

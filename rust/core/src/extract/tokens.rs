@@ -170,7 +170,7 @@ impl<'a> Iterator for Tokens<'a> {
                     let cmd = &v[i + 1..j];
                     if j == i + 1 {
                         // `\$`, `\,`, `\{`: an escape, no token (`\\` is a line break).
-                        self.i = i + 2;
+                        self.i = i + 1 + v[i + 1..].chars().next().map_or(0, char::len_utf8);
                         if n == Some(b'\\') {
                             return Some(Tok::Stop((i, i + 2)));
                         }
@@ -253,10 +253,6 @@ impl<'a> Iterator for Tokens<'a> {
                 b'/' => {
                     self.i = i + 1;
                     return Some(Tok::Slash((i, i + 1)));
-                }
-                b'&' => {
-                    self.i = i + 1;
-                    return Some(Tok::Word("and", (i, i + 1)));
                 }
                 c if c.is_ascii_alphabetic() => return Some(self.word(i)),
                 c if c >= 0x80 => {
