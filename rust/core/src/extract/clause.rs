@@ -34,6 +34,21 @@ pub(super) fn sentence_around(text: &str, start: usize, end: usize) -> (usize, u
     (s, e.max(end))
 }
 
+/// The words of the clause before `end`: back to the last `,`, `;`, `:`,
+/// sentence end or line break, at most 300 bytes.
+pub(super) fn clause_before(text: &str, end: usize) -> &str {
+    let b = text.as_bytes();
+    let floor = end.saturating_sub(300);
+    let mut s = end;
+    while s > floor && !matches!(b[s - 1], b',' | b';' | b':' | b'.' | b'!' | b'?' | b'\n') {
+        s -= 1;
+    }
+    while !text.is_char_boundary(s) {
+        s += 1;
+    }
+    &text[s..end]
+}
+
 /// Whether a `.` ends an ellipsis (`3 ... 4`): a dot before it.
 pub(super) fn ellipsis(before: &[u8]) -> bool {
     before.last() == Some(&b'.')

@@ -99,6 +99,9 @@ struct Reader {
     /// letters or when no other word is written.
     and_alt: Option<Span>,
     pending_and: Option<usize>,
+    /// After `other`, `another`, `also`: the next value is another answer,
+    /// whatever words come between (the first value's start).
+    pending_another: Option<usize>,
     and_choices: bool,
     other_words: bool,
     runs: Vec<Run>,
@@ -126,6 +129,7 @@ impl Reader {
             alt: None,
             and_alt: None,
             pending_and: None,
+            pending_another: None,
             and_choices: true,
             other_words: false,
             runs: Vec::new(),
@@ -174,6 +178,8 @@ impl Reader {
         self.run = Some((run_start, true));
         if let Some((from, _)) = self.pending_or.take() {
             self.alt = Some((from, end));
+        } else if let Some(from) = self.pending_another.take() {
+            self.alt = Some((self.alt.map_or(from, |a| a.0), end));
         } else if choice && self.since == Since::Nothing && self.last.is_some_and(|l| l.2) {
             // `B, D`: several choice letters are alternatives.
             let from = self.alt.map_or(run_start, |a| a.0);
@@ -307,10 +313,10 @@ impl Reader {
             }
             Class::Another if first.is_some() && !self.in_reasoning => {
                 // `3 (the other root is 5)`.
-                self.pending_or = Some((first.unwrap_or(0), Class::Another));
+                self.pending_another = first;
                 self.run = None;
             }
-            Class::Respectively if !self.in_reasoning => {
+            Class::Respectively => {
                 if let (Some(f), Some((span, ..))) = (first, self.last) {
                     if self.runs.len() > 1 {
                         self.alt = Some((f, span.1));
@@ -475,7 +481,7 @@ fn read(v: &str, in_reasoning: bool) -> Reading<'_> {
 pub(super) fn hedge_of(part: &str) -> (Option<Hedge>, Vec<Offer<'_>>) {
     let r = read_prose(part);
     let hedge = match r.prose {
-        _ if r.overflow => Some(Hedge::Alternatives),
+        _ if r.overflow => Some(Hedge::Proposed),
         Prose::Alternatives(_) => Some(Hedge::Alternatives),
         Prose::Negated => Some(Hedge::Negated),
         Prose::Qualified => Some(Hedge::Qualified),
@@ -511,8 +517,12 @@ const CHECKING: [&str; 14] = [
 /// `or` opening a clause, a doubt or hedging word, `actually`, `instead`,
 /// `rather`, or the word `answer`. Each must equal the answer. `None`: more
 /// than [`MAX_OFFERS`] (a hedge of itself).
-pub(super) fn proposals<'a>(coda: &'a str) -> Option<Vec<Offer<'a>>> {
+///
+/// `retracted`: before any other value, the coda judges the answer wrong
+/// (`\\boxed{3} is wrong`, `Wait, that's not right.`).
+pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
     let mut offers = Vec::new();
+    let (mut retracted, mut negation, mut any_value) = (false, false, false);
     // Words left before a cue lapses.
     let mut cue: Option<u8> = None;
     let mut clause_start = true;
@@ -534,6 +544,7 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Vec<Offer<'a>>> {
     for tok in Tokens::new(coda) {
         match tok {
             Tok::Value { span, int, .. } => {
+                any_value = true;
                 match open.as_mut() {
                     Some(o) => {
                         o.2 = if o.1.is_none() && o.0 == span.0 {
@@ -559,6 +570,14 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Vec<Offer<'a>>> {
             Tok::Word(w, _) => {
                 close(&mut open, &mut offers);
                 let class = words::class(w);
+                if !any_value {
+                    match class {
+                        Class::Wrong => retracted = true,
+                        Class::Negation => negation = true,
+                        Class::Right if negation => retracted = true,
+                        _ => {}
+                    }
+                }
                 let starts = clause_start;
                 clause_start = false;
                 let is = |s: &str| w.eq_ignore_ascii_case(s);
@@ -590,5 +609,39 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Vec<Offer<'a>>> {
         }
     }
     close(&mut open, &mut offers);
-    Some(offers)
+    Some(Coda { offers, retracted })
+}
+
+/// What the text after the final answer says (see [`proposals`]).
+pub(super) struct Coda<'a> {
+    pub(super) offers: Vec<Offer<'a>>,
+    pub(super) retracted: bool,
+}
+
+/// Whether the words before a marker in its clause doubt it (`Perhaps the
+/// answer is 5`), make it a supposition (`If the answer is 5, ...`) or
+/// deny it (`I don't think the answer is 5`): a qualified or negated answer.
+pub(super) fn lead_in(words_before: &str) -> Option<Hedge> {
+    let mut hedge = None;
+    let mut negation = false;
+    for w in words_before
+        .split(|c: char| !(c.is_ascii_alphabetic() || c == '\''))
+        .filter(|w| !w.is_empty())
+    {
+        let is = |list: &[&str]| list.iter().any(|a| w.eq_ignore_ascii_case(a));
+        if is(&["but", "so", "therefore", "thus", "hence", "however", "now"]) {
+            hedge = None;
+            negation = false;
+        } else if is(&[
+            "maybe", "perhaps", "possibly", "possible", "might", "could", "may", "guess", "if",
+            "suppose", "assume", "assuming", "whether", "unless", "unsure", "doubt", "wonder",
+        ]) {
+            hedge = Some(Hedge::Qualified);
+        } else if words::class(w) == Class::Negation {
+            negation = true;
+        } else if negation && is(&["think", "believe", "sure", "certain"]) {
+            hedge = Some(Hedge::Negated);
+        }
+    }
+    hedge
 }

@@ -210,7 +210,7 @@ impl Hedge {
             Hedge::Negated => "a negated answer",
             Hedge::Qualified => "a bound or a doubt, not a value",
             Hedge::Unfinished => "an answer that breaks off",
-            Hedge::Proposed => "another answer offered after the final one",
+            Hedge::Proposed => "another answer offered after the final one, or too many offered",
         }
     }
 }

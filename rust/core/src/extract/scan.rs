@@ -1,11 +1,13 @@
 //! What the rules read of one text, and the rules in priority order.
 
-use super::clause::{expression_around, sentence_around};
+use super::clause::{clause_before, expression_around, sentence_around};
 use super::fallback::{
     last_bold, last_choice, last_math_span, last_number, looks_like_an_answer, tail_start,
 };
-use super::hedges::{hedge_of, proposals, read_prose, read_sentence, Prose};
-use super::markers::{marker_value, Markers, ANSWER_COLON, ANSWER_IS, FINAL_ANSWER, GSM8K};
+use super::hedges::{hedge_of, lead_in, proposals, read_prose, read_sentence, Prose};
+use super::markers::{
+    marker_value, Markers, ANSWER_COLON, ANSWER_IS, FINAL_ANSWER, GSM8K, PATTERNS,
+};
 use super::region::{answer_region, finders};
 use super::{ExtractOptions, Extracted, Hedge, Rule};
 
@@ -122,7 +124,12 @@ impl<'a> Scan<'a> {
             .or_else(|| coda.strip_prefix("\\]"))
             .unwrap_or(coda);
         match proposals(coda) {
-            Some(offers) => e.offers.extend(offers),
+            Some(c) => {
+                e.offers.extend(c.offers);
+                if c.retracted {
+                    e.hedge.get_or_insert(Hedge::Negated);
+                }
+            }
             None => {
                 e.hedge.get_or_insert(Hedge::Proposed);
             }
@@ -140,13 +147,23 @@ impl<'a> Scan<'a> {
     /// qualified (`at least 3`, `maybe 3`, `3?`) or unfinished (`3 or`) is a
     /// hedge; the text never falls back to the last value of the completion.
     fn after(&self, id: usize, rule: Rule) -> Option<Extracted<'a>> {
-        let mv = marker_value(self.text, self.markers().last_end[id]?)?;
+        let marker_end = self.markers().last_end[id]?;
+        let mv = marker_value(self.text, marker_end)?;
         let reading = read_prose(mv.sentence);
         let mut e = Extracted::new(vec![mv.value], rule);
         e.offers = reading.offers;
         self.read_coda(&mut e, mv.end);
+        if matches!(id, ANSWER_IS | FINAL_ANSWER) {
+            // `Perhaps the answer is 5`, `If the answer is 5, ...`.
+            let start = marker_end - PATTERNS[id].len();
+            let clause = clause_before(self.text, start);
+            if let Some(h) = lead_in(clause) {
+                e.hedge = Some(h);
+                return Some(e);
+            }
+        }
         if reading.overflow {
-            e.hedge = Some(Hedge::Alternatives);
+            e.hedge = Some(Hedge::Proposed);
             return Some(e);
         }
         let v = mv.sentence;
@@ -223,7 +240,7 @@ impl<'a> Scan<'a> {
         e.offers = reading.offers;
         self.read_coda(&mut e, e_);
         if reading.overflow {
-            e.hedge = Some(Hedge::Alternatives);
+            e.hedge = Some(Hedge::Proposed);
             return e;
         }
         match reading.prose {

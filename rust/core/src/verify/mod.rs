@@ -437,7 +437,7 @@ fn by_option_text<'g>(
 /// collections itself; anything else is a plain "no match".
 fn no_match_reason(gold: &Value, pred: &Value, hedge: Option<Hedge>) -> String {
     let single_gold = !matches!(gold.kind(), "list" | "set");
-    if single_gold && pred.kind() == "list" {
+    if single_gold && (pred.kind() == "list" || hedge.is_some()) {
         let what = match hedge {
             Some(h) => h.describe(),
             None => "several answers",
