@@ -46,6 +46,9 @@ from grpo_fast.names import ANCHORED_RULES
 from grpo_fast.verify import RULES, extract_answer, extract_gold, verify_detailed
 from grpo_fast.verify import parse as parse_value
 
+# The reason verify gives a completion whose `\\boxed{` never closes.
+_UNCLOSED_BOX = verify_detailed("0", "\\boxed{0").reason
+
 __all__ = [
     "ExprExtractionConfig",
     "LatexExtractionConfig",
@@ -187,7 +190,7 @@ def parse(
         )
     rules = _rules(extraction_config)
     found = extract_answer(pred, rules=rules, think=think)
-    if found is None and "\\boxed" in pred:
+    if found is None and verify_detailed("0", pred).reason == _UNCLOSED_BOX:
         # math-verify parses golds and completions alike: an unclosed
         # `\\boxed{` is no completion's answer (cut off) but may be a
         # dataset's gold; verify() reads each side again as what it is.

@@ -105,7 +105,6 @@ struct Reader {
     and_choices: bool,
     other_words: bool,
     runs: Vec<Run>,
-    overflow: bool,
 }
 
 impl Reader {
@@ -133,7 +132,6 @@ impl Reader {
             and_choices: true,
             other_words: false,
             runs: Vec::new(),
-            overflow: false,
         }
     }
 
@@ -196,11 +194,7 @@ impl Reader {
     }
 
     fn push_run(&mut self, run: Run) {
-        if self.runs.len() < MAX_OFFERS {
-            self.runs.push(run);
-        } else {
-            self.overflow = true;
-        }
+        self.runs.push(run);
     }
 
     /// The last value turns out negated (`3 is wrong`) or qualified (`3 or more`, `3?`).
@@ -405,10 +399,13 @@ impl Reader {
                     .map(|r| offer(r, OfferKind::Restated)),
             );
         }
+        // Nobody offers or restates an answer more than MAX_OFFERS times.
+        let overflow = offers.len() > MAX_OFFERS;
+        offers.truncate(MAX_OFFERS);
         Reading {
             prose,
             offers,
-            overflow: self.overflow,
+            overflow,
         }
     }
 }

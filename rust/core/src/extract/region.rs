@@ -11,7 +11,7 @@ use super::ExtractOptions;
 pub const UNCLOSED_THINK: &str = "no answer: the reasoning never closes (<think> without </think>)";
 
 /// The part of a completion that may hold its answer (docs/verify_semantics.md
-/// rules 6 and 7): special tokens at its end (`<|im_end|>`, `</s>`, `<eos>`,
+/// rules 7 and 9): special tokens at its end (`<|im_end|>`, `</s>`, `<eos>`,
 /// `<pad>`, ..., repeated) are dropped; with [`ExtractOptions::think`], only
 /// the text after the last `</think>` counts, and a completion whose last
 /// reasoning tag opens (`<think>` never closed) has none.
