@@ -3,7 +3,10 @@
 
 use super::hedges::hedge_of;
 use super::scan::Scan;
-use super::{Extracted, Rule, UNCLOSED_BOX};
+use super::{Extracted, Hedge, Rule, UNCLOSED_BOX};
+
+/// Different boxes kept as one answer; more are a hedge of themselves.
+const MAX_BOXES: usize = 64;
 
 impl<'a> Scan<'a> {
     /// Every box that is not inside another one, in order.
@@ -64,7 +67,15 @@ impl<'a> Scan<'a> {
         if parts.is_empty() {
             return Ok(None);
         }
+        let too_many = parts.len() > MAX_BOXES;
         let mut e = Extracted::new(parts, Rule::Boxed);
+        if too_many {
+            // Nobody boxes 65 different answers: candidates, not an answer
+            // (and not worth parsing).
+            e.parts.truncate(1);
+            e.hedge = Some(Hedge::Proposed);
+            return Ok(Some(e));
+        }
         // A box that hedges (`\boxed{381 or 391}`, `\boxed{not 3}`) says so.
         for p in e.parts.clone() {
             let (hedge, offers) = hedge_of(p);

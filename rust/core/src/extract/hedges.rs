@@ -476,6 +476,9 @@ fn read(v: &str, in_reasoning: bool) -> Reading<'_> {
 
 /// Whether one extracted part hedges, and its offers.
 pub(super) fn hedge_of(part: &str) -> (Option<Hedge>, Vec<Offer<'_>>) {
+    if !has_words(part) {
+        return (None, Vec::new());
+    }
     let r = read_prose(part);
     let hedge = match r.prose {
         _ if r.overflow => Some(Hedge::Proposed),
@@ -641,4 +644,34 @@ pub(super) fn lead_in(words_before: &str) -> Option<Hedge> {
         }
     }
     hedge
+}
+
+/// Whether a part has anything the hedge reader reads besides numbers and
+/// commands: a letter outside a command name, a question mark, a slash, an
+/// ellipsis or a non-ASCII character. Most boxes have none (`12`,
+/// `\\frac{1}{2}`): they cannot hedge, and are not read.
+fn has_words(part: &str) -> bool {
+    let b = part.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                let start = i + 1;
+                i = start;
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                if matches!(&part[start..i], "ldots" | "dots" | "cdots") {
+                    return true;
+                }
+                continue;
+            }
+            b'?' | b'/' | 0x80.. => return true,
+            b'.' if b.get(i + 1) == Some(&b'.') => return true,
+            c if c.is_ascii_alphabetic() => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
