@@ -141,7 +141,8 @@ impl Reader {
         }
         self.any_val = true;
         self.first_start.get_or_insert(start);
-        let plain = if self.neg != Neg::None {
+        let denied = self.neg != Neg::None;
+        let plain = if denied {
             self.neg = Neg::Applied;
             self.any_negated = true;
             false
@@ -178,8 +179,13 @@ impl Reader {
             self.alt = Some((from, end));
         } else if let Some(from) = self.pending_another.take() {
             self.alt = Some((self.alt.map_or(from, |a| a.0), end));
-        } else if choice && self.since == Since::Nothing && self.last.is_some_and(|l| l.2) {
-            // `B, D`: several choice letters are alternatives.
+        } else if choice
+            && !denied
+            && self.since == Since::Nothing
+            && self.last.is_some_and(|l| l.2)
+        {
+            // `B, D`: several choice letters are alternatives (`C, not D`
+            // denies the other one: no alternative).
             let from = self.alt.map_or(run_start, |a| a.0);
             self.alt = Some((from, end));
         }

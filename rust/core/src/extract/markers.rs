@@ -184,14 +184,20 @@ fn verdict_follows(rest: &str) -> bool {
         "as",
         "in",
     ];
+    // Words only: a value first (`is $9999$, \boxed{1}`, `is 5, as shown`)
+    // leaves the marker a marker, whatever words follow the value.
     let mut words = rest
-        .split(|c: char| !(c.is_ascii_alphabetic() || c == '\''))
+        .split_ascii_whitespace()
+        .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ',' | ';' | ':' | '!' | '*' | '"')))
         .filter(|w| !w.is_empty())
         .take(3);
     for _ in 0..3 {
         let Some(w) = words.next() else {
             return false;
         };
+        if !w.bytes().all(|c| c.is_ascii_alphabetic() || c == b'\'') {
+            return false;
+        }
         let is = |list: &[&str]| list.iter().any(|a| w.eq_ignore_ascii_case(a));
         if is(&JUDGEMENTS) {
             return true;
