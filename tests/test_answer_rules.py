@@ -281,7 +281,9 @@ def test_a_truncated_completion_is_not_paid_through_the_last_number(gold, comple
     assert got.tolist() == [1.0, 0.0]
     r = rewards.combine([rewards.MathReward()])
     assert r.score_batch([completion] * 2, gold, truncated=flags).total.tolist() == [1.0, 0.0]
-    assert rewards.score_batch(rewards.MathReward(), [completion], gold, truncated=True).total[0] == 0
+    assert (
+        rewards.score_batch(rewards.MathReward(), [completion], gold, truncated=True).total[0] == 0
+    )
 
 
 def test_a_truncated_completion_keeps_its_marked_answer():

@@ -30,7 +30,7 @@ import transformers
 
 from grpo_fast.errors import TrainingInterrupted
 from grpo_fast.run_rewards import RewardLike, RunRewards
-from grpo_fast.sampling import SamplingParams
+from grpo_fast.sampling import SamplingParams, truncated
 from grpo_fast.train import rollout, state, update
 from grpo_fast.train.build import (
     build_model,
@@ -226,7 +226,10 @@ class Trainer:
         first: list[float] = []
         total: list[float] = []
         if comp is not None:
-            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            cut = truncated(comp, self.tokenizer.eos_token_id, self.config.max_new_tokens)
+            scores = self.rewards.score(
+                comp.texts, rows, completion_ids=comp.completion_ids, truncated=cut
+            )
             first = scores.columns[self.rewards.names[0]].tolist()
             total = scores.total.tolist()
         return {
