@@ -184,6 +184,11 @@ fn brace_groups_end(b: &[u8], mut j: usize) -> usize {
     j.min(b.len())
 }
 
+/// Single letters that are units after a number (metres, grams, seconds,
+/// hours, litres, kelvin, newtons, joules, watts, volts, amperes, coulombs,
+/// tesla); any other letter is a variable.
+const UNIT_LETTERS: &[u8] = b"mgshlLKNJWVACT";
+
 /// `text[s..e]` without separators at its ends (`= 5,` is `5`) and
 /// brackets left open or closed by the prose around it (`(which is 5)`);
 /// `None` when the brackets inside do not pair or the number is cut away.
@@ -202,12 +207,13 @@ fn trim_expression(
             e -= 1;
         }
         // A unit letter after a number (`5 m`, `10m`, `1,000.99m²`) is
-        // decoration; `2i` is a number.
+        // decoration; a variable's letter is not (`10x`, `2i`, `3n`: the
+        // whole expression or nothing).
         let mut u = e;
         while u > s && !b[u - 1].is_ascii() {
             u -= 1; // `²`, `³`
         }
-        if u >= s + 2 && u > end && b[u - 1].is_ascii_alphabetic() && b[u - 1] != b'i' {
+        if u >= s + 2 && u > end && UNIT_LETTERS.contains(&b[u - 1]) {
             let before = if b[u - 2] == b' ' { u - 2 } else { u - 1 };
             if before > s && b[before - 1].is_ascii_digit() {
                 e = before;

@@ -185,12 +185,21 @@ pub(super) fn last_choice(text: &str, tail: usize) -> Option<(usize, &str)> {
     let t = trim_value(text.trim_end_matches(['$', '*', ')', '}']));
     let end = t.as_ptr() as usize - text.as_ptr() as usize + t.len();
     if end >= 1 && end > tail && CHOICES.contains(&bytes[end - 1]) {
-        let lone = end == 1 || !bytes[end - 2].is_ascii_alphanumeric();
+        let lone =
+            end == 1 || !(bytes[end - 2].is_ascii_alphanumeric() || unit_before(&text[..end - 1]));
         if lone && last.is_none_or(|(e, _)| e < end) {
             last = Some((end, &text[end - 1..end]));
         }
     }
     last
+}
+
+/// Whether `before` ends in a degree sign (`5°`, `5^\\circ`, `5^{\\circ}`,
+/// spaces allowed): a capital letter after it is a unit (`5°C`), not a
+/// choice letter.
+fn unit_before(before: &str) -> bool {
+    let t = before.trim_end_matches([' ', '}', '{', '^', '$']);
+    t.ends_with('°') || t.ends_with("\\circ") || t.ends_with('º')
 }
 
 /// The last number starting in the tail: `-1,234.5`, `3/4`, `12%`: (end, number).

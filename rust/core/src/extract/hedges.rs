@@ -3,7 +3,7 @@
 //! completion proposes after its final answer. docs/verify_semantics.md
 //! ("Which answer counts", rules 3 and 8) states the rules.
 
-use super::tokens::{Span, Tok, Tokens};
+use super::tokens::{bound_follows, Span, Tok, Tokens};
 use super::words::{self, Class};
 use super::{Hedge, Offer, OfferKind, OfferValue};
 
@@ -249,7 +249,10 @@ impl Reader {
                     self.run = None;
                 }
             }
+            // `not 3`; `it is impossible for it to be 3` (a judgement
+            // before any value denies the value that follows).
             Class::Negation => self.neg = Neg::Pending,
+            Class::Wrong if !self.any_val => self.neg = Neg::Pending,
             Class::Wrong if self.after_value() => {
                 self.void_last(true);
                 self.since = Since::Other;
@@ -463,7 +466,7 @@ fn read(v: &str, in_reasoning: bool) -> Reading<'_> {
                     r.run = None;
                 }
             }
-            Tok::Question(_) => {
+            Tok::Question(_) | Tok::Bound(_) => {
                 if r.last.is_some() && r.since == Since::Nothing {
                     r.void_last(false);
                 }
@@ -608,7 +611,7 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
                 cue = None;
                 clause_start = true;
             }
-            Tok::Ellipsis(_) | Tok::Slash(_) => {}
+            Tok::Ellipsis(_) | Tok::Slash(_) | Tok::Bound(_) => {}
         }
         if offers.len() > MAX_OFFERS {
             return None;
@@ -654,7 +657,7 @@ pub(super) fn lead_in(words_before: &str) -> Option<Hedge> {
 
 /// Whether a part has anything the hedge reader reads besides numbers and
 /// commands: a letter outside a command name, a question mark, a slash, an
-/// ellipsis or a non-ASCII character. Most boxes have none (`12`,
+/// ellipsis, a bound sign (`5+`) or a non-ASCII character. Most boxes have none (`12`,
 /// `\\frac{1}{2}`): they cannot hedge, and are not read.
 fn has_words(part: &str) -> bool {
     let b = part.as_bytes();
@@ -673,6 +676,9 @@ fn has_words(part: &str) -> bool {
                 continue;
             }
             b'?' | b'/' | 0x80.. => return true,
+            b'+' if i > 0 && b[i - 1].is_ascii_digit() && bound_follows(&b[i + 1..]) => {
+                return true;
+            }
             b'.' if b.get(i + 1) == Some(&b'.') => return true,
             c if c.is_ascii_alphabetic() => return true,
             _ => {}

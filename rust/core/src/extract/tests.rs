@@ -499,3 +499,50 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_value_after_a_marker_keeps_it_a_marker() {
+    // `boxed` after the value is no judgement of the marker (`is boxed below`).
+    assert_eq!(
+        ans("final answer is $9999$, \\boxed{1}").map(|(p, _)| p),
+        Some(vec!["1"])
+    );
+    let opts = ExtractOptions {
+        rules: vec![Rule::FinalAnswer],
+        ..ExtractOptions::default()
+    };
+    let e = extract_answer("final answer is $9999$, \\boxed{1}", &opts).expect("found");
+    assert_eq!(e.parts, vec!["$9999$"]);
+    // A judgement right after the marker is still none.
+    assert_eq!(extract_answer("so my answer is correct.", &opts), None);
+}
+
+#[test]
+fn a_sign_or_a_judgement_can_bound_or_deny_a_value() {
+    for text in ["Answer: 5+ people", "We need 5+ coins.", "\\boxed{5+}"] {
+        assert_eq!(hedge(text), Some(Hedge::Qualified), "{text}");
+    }
+    for text in ["Answer: 5+3", "Answer: 5 + x", "\\boxed{5+\\sqrt{2}}"] {
+        assert_eq!(hedge(text), None, "{text}");
+    }
+    assert_eq!(
+        hedge("It is impossible for the answer to be 5."),
+        Some(Hedge::Negated)
+    );
+    // Denying the other letter is no alternative.
+    assert_eq!(hedge("The answer is C, not D"), None);
+}
+
+#[test]
+fn a_variable_after_a_number_stays_and_a_unit_is_no_letter() {
+    assert_eq!(one("so the total is 10x").0, "10x");
+    assert_eq!(one("so the count is 3n").0, "3n");
+    assert_eq!(one("so the rod is 5 m long").0, "5");
+    for text in [
+        "The water is at 25°C",
+        "It reaches 100^{\\circ}C",
+        "The final temperature is $25^\\circ C$",
+    ] {
+        assert_ne!(one(text).1, Rule::Choice, "{text}");
+    }
+}

@@ -26,6 +26,9 @@ pub(super) enum Tok<'a> {
     /// `...`, `…`, `\ldots`, `\dots`, `\cdots`.
     Ellipsis(Span),
     Question(Span),
+    /// A bound written as a sign after its value: `5+` (five or more) ending
+    /// the text or followed by a space and a word.
+    Bound(Span),
     Slash(Span),
     /// The end of a sentence or line: `. ` (or `.` at the end), `;`, a newline.
     Stop(Span),
@@ -254,6 +257,10 @@ impl<'a> Iterator for Tokens<'a> {
                     self.i = i + 1;
                     return Some(Tok::Slash((i, i + 1)));
                 }
+                b'+' if i > 0 && b[i - 1].is_ascii_digit() && bound_follows(&b[i + 1..]) => {
+                    self.i = i + 1;
+                    return Some(Tok::Bound((i, i + 1)));
+                }
                 c if c.is_ascii_alphabetic() => return Some(self.word(i)),
                 c if c >= 0x80 => {
                     let ch = v[i..].chars().next().unwrap_or(' ');
@@ -358,5 +365,18 @@ impl<'a> Tokens<'a> {
             };
         }
         Tok::Word(w, (i, j))
+    }
+}
+
+/// Whether what follows a `+` glued to a number makes it a bound (`5+`,
+/// `5+ people`, `5+.`), not an operator (`5+3`, `5 + x`, `5+\sqrt2`).
+pub(super) fn bound_follows(rest: &[u8]) -> bool {
+    match rest.first() {
+        None => true,
+        Some(b' ' | b'\t') => {
+            let word = rest.iter().skip_while(|c| c.is_ascii_whitespace());
+            word.take_while(|c| c.is_ascii_alphabetic()).count() >= 2
+        }
+        Some(c) => matches!(c, b'.' | b',' | b';' | b')' | b'$' | b'*' | b'\n' | b'}'),
     }
 }

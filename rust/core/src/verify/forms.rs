@@ -235,3 +235,55 @@ mod tests {
         assert_eq!(after_choice_label("42"), None);
     }
 }
+
+/// The sides of an equation chain (`a + b + c = 4 + 5 + 1 = 10`): two `=`
+/// or more at the top level (not inside braces or brackets), none of them
+/// part of `<=`, `>=`, `!=` or `==`. `None` for anything else.
+pub(super) fn chain_sides(part: &str) -> Option<Vec<&str>> {
+    let b = part.as_bytes();
+    let mut depth = 0i32;
+    let mut sides = Vec::new();
+    let mut from = 0;
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b'{' | b'(' | b'[' => depth += 1,
+            b'}' | b')' | b']' => depth -= 1,
+            b'=' if depth == 0 => {
+                let glued =
+                    |k: Option<&u8>| k.is_some_and(|k| matches!(k, b'<' | b'>' | b'!' | b'='));
+                if glued(i.checked_sub(1).and_then(|k| b.get(k))) || glued(b.get(i + 1)) {
+                    return None;
+                }
+                sides.push(part[from..i].trim());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    sides.push(part[from..].trim());
+    (sides.len() >= 3 && sides.iter().all(|s| !s.is_empty())).then_some(sides)
+}
+
+/// Whether a side of an equation is a constant: no letter outside the name
+/// of a LaTeX command (`4 + 5 + 1`, `\frac{3}{4}`; not `a + b`, `2i`).
+pub(super) fn is_constant(side: &str) -> bool {
+    let b = side.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            i += 1;
+            if matches!(side.get(i..), Some(r) if r.starts_with("text") || r.starts_with("mbox")) {
+                return false;
+            }
+            while i < b.len() && b[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            continue;
+        }
+        if b[i].is_ascii_alphabetic() || b[i] >= 0x80 {
+            return false;
+        }
+        i += 1;
+    }
+    side.bytes().any(|c| c.is_ascii_digit())
+}
