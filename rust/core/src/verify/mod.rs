@@ -10,8 +10,8 @@ use crate::math::{self, CompareOptions, Limits, ParseOptions, Rejection, Value};
 mod forms;
 
 use forms::{
-    after_choice_label, chain_sides, gold_choice, is_constant, pred_choice, prose_word_count,
-    prose_words, MAX_ANSWER_WORDS, UNSCORABLE_PROSE,
+    after_choice_label, gold_choice, pred_choice, prose_word_count, prose_words, MAX_ANSWER_WORDS,
+    UNSCORABLE_PROSE,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -322,9 +322,6 @@ fn judge<'g>(g: &'g Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> 
                 if let Some(m) = by_option_text(g, &e, &copts, &popts) {
                     return m;
                 }
-                if let Some(m) = by_chain_end(g, &e, &copts, &popts) {
-                    return m;
-                }
                 return match err {
                     Rejection::Empty => outcome(false, "empty answer", None),
                     Rejection::OverBudget(why) => {
@@ -344,9 +341,6 @@ fn judge<'g>(g: &'g Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> 
         Ok(true) => settle(g, &e, true, Some(pv), &copts, &popts),
         Ok(false) => {
             if let Some(m) = by_option_text(g, &e, &copts, &popts) {
-                return m;
-            }
-            if let Some(m) = by_chain_end(g, &e, &copts, &popts) {
                 return m;
             }
             let why = no_match_reason(gv, &pv, e.hedge);
@@ -433,34 +427,6 @@ fn by_option_text<'g>(
     }
     let rest = after_choice_label(e.parts[0])?;
     let v = math::parse(rest, popts).ok()?;
-    (math::compare(&g.value, &v, copts) == Ok(true))
-        .then(|| settle(g, e, true, Some(std::borrow::Cow::Owned(v)), copts, popts))
-}
-
-/// `a + b + c = 4 + 5 + 1 = 10` against 10: an equation chain ending in a
-/// constant answers that constant, when every constant side of the chain
-/// equals it (`= 4 + 5 + 2 = 10` computes nothing and answers nothing).
-fn by_chain_end<'g>(
-    g: &'g Gold,
-    e: &Extracted<'_>,
-    copts: &CompareOptions,
-    popts: &ParseOptions,
-) -> Option<Outcome<'g>> {
-    if e.parts.len() != 1 || e.hedge.is_some() || g.choice.is_some() {
-        return None;
-    }
-    let sides = chain_sides(e.parts[0])?;
-    let (last, rest) = sides.split_last()?;
-    if !is_constant(last) {
-        return None;
-    }
-    let v = math::parse(last, popts).ok()?;
-    for side in rest.iter().filter(|s| is_constant(s)) {
-        let sv = math::parse(side, popts).ok()?;
-        if math::compare(&sv, &v, copts) != Ok(true) {
-            return None;
-        }
-    }
     (math::compare(&g.value, &v, copts) == Ok(true))
         .then(|| settle(g, e, true, Some(std::borrow::Cow::Owned(v)), copts, popts))
 }
