@@ -59,6 +59,8 @@ ALTERNATIVES = [
     ("A", "Answer: A or C"),
     ("A", r"\boxed{\text{A or C}}"),
     ("A", "The answer is A, C"),
+    ("4", r"The answer is \(4\), though \(5\) is also possible."),
+    ("4", "The answer is 4, but 5 is also valid."),
 ]
 
 # Class 3: another candidate after the final answer.
@@ -143,6 +145,7 @@ PAID = [
     ("5", "The answer is 5, and I verified that my answer is right."),
     ("5", "Answer: 5 (not 3)"),
     ("5", "The answer is 5, not 4."),
+    ("4", "The answer is 4, which is also the smallest even square."),
     # A blank box from the problem, then the real one.
     ("5", "Write the answer in \\boxed{\\phantom{00}}.\n\nSo we get \\boxed{5}"),
     # The whole final expression; a unit after a number is decoration.

@@ -315,9 +315,18 @@ impl Reader {
                 self.stopped = true;
             }
             Class::Another if first.is_some() && !self.in_reasoning => {
-                // `3 (the other root is 5)`.
-                self.pending_another = first;
-                self.run = None;
+                match (first, self.last) {
+                    // `3, though 5 is also possible`: a later value said to
+                    // be another answer too.
+                    (Some(f), Some((span, ..))) if self.after_value() && span.0 > f => {
+                        self.alt = Some((self.alt.map_or(f, |a| a.0), span.1));
+                    }
+                    // `3 (the other root is 5)`.
+                    _ => {
+                        self.pending_another = first;
+                        self.run = None;
+                    }
+                }
             }
             Class::Respectively => {
                 if let (Some(f), Some((span, ..))) = (first, self.last) {

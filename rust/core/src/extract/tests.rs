@@ -529,6 +529,17 @@ fn a_sign_or_a_judgement_can_bound_or_deny_a_value() {
         hedge("It is impossible for the answer to be 5."),
         Some(Hedge::Negated)
     );
+    // A later value said to be an answer too is an alternative.
+    for text in [
+        "The answer is \\(4\\), though \\(5\\) is also possible.",
+        "The answer is 4, but 5 is also valid.",
+    ] {
+        assert_eq!(hedge(text), Some(Hedge::Alternatives), "{text}");
+    }
+    assert_eq!(
+        hedge("The answer is 4, which is also the smallest even square."),
+        None
+    );
     // Denying the other letter is no alternative.
     assert_eq!(hedge("The answer is C, not D"), None);
 }
