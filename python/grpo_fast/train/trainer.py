@@ -32,7 +32,7 @@ import transformers
 
 from grpo_fast.errors import InvalidInputError, TrainingInterrupted
 from grpo_fast.run_rewards import RewardLike, RunRewards
-from grpo_fast.sampling import HFSampler, SamplingParams
+from grpo_fast.sampling import HFSampler, SamplingParams, truncated
 from grpo_fast.train import rollout, state, update
 from grpo_fast.train.async_rollouts import RolloutProducer
 from grpo_fast.train.build import (
@@ -274,7 +274,10 @@ class Trainer:
         first: list[float] = []
         total: list[float] = []
         if comp is not None:
-            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            cut = truncated(comp, self.tokenizer.eos_token_id, self.config.max_new_tokens)
+            scores = self.rewards.score(
+                comp.texts, rows, completion_ids=comp.completion_ids, truncated=cut
+            )
             first = scores.columns[self.rewards.names[0]].tolist()
             total = scores.total.tolist()
         return {
