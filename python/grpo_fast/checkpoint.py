@@ -22,14 +22,18 @@ checkpoint loads onto any number of ranks (DCP reshards), or into one process
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import os
 import random
 import re
 import shutil
+import socket
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,18 +46,21 @@ from safetensors import SafetensorError
 from grpo_fast.distributed import Distributed, LogProbs
 from grpo_fast.errors import CheckpointError, InvalidInputError
 from grpo_fast.modeling import is_peft_model, load_weights
-from grpo_fast.tracking import WANDB_ID_FILE, say
+from grpo_fast.tracking import WANDB_ID_FILE, read_metrics, say
 
 __all__ = [
     "checkpoint_problem",
     "find_resume",
     "is_sharded",
     "load_checkpoint",
+    "lock_output_dir",
     "load_sharded_model",
     "prepare_output_dir",
     "remove_leftovers",
     "run_files",
     "save_checkpoint",
+    "unlock_output_dir",
+    "verify_checkpoint",
 ]
 
 MANIFEST = "manifest.json"
@@ -63,6 +70,10 @@ SHARDED = "sharded"
 # SafetensorError (safetensors' Rust writer).
 _WRITE_ERRORS = (OSError, RuntimeError, SafetensorError)
 _STEP_DIR = re.compile(r"^step-(\d+)$")
+#: A checkpoint that did not verify, moved aside (``step-0000003.corrupt``), never deleted.
+_CORRUPT_DIR = re.compile(r"^step-(\d+)\.corrupt(-\d+)?$")
+#: The output directory's lock: held (``flock``) by the run writing into it, naming its pid.
+LOCK_FILE = ".grpo-fast.lock"
 
 
 def _step_dirs(out_dir: Path) -> list[tuple[int, Path]]:
@@ -72,6 +83,127 @@ def _step_dirs(out_dir: Path) -> list[tuple[int, Path]]:
         return []
     found = [(int(m[1]), p) for p in root.iterdir() if (m := _STEP_DIR.match(p.name))]
     return sorted(found)
+
+
+# ---------------------------------------------------------------------- the lock
+#: The output directories this process holds, and the open lock file of each.
+_HELD: dict[Path, int] = {}
+
+
+def _holder(fd: int) -> dict[str, Any]:
+    """What the lock file says of the run that holds (or held) it."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        values = json.loads(os.read(fd, 4096).decode() or "{}")
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+def _who(holder: dict[str, Any]) -> str:
+    pid = holder.get("pid", "?")
+    host = holder.get("host")
+    here = host in (None, socket.gethostname())
+    since = holder.get("started")
+    when = f", since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))}" if since else ""
+    return f"pid {pid}{'' if here else f' on {host}'}{when}"
+
+
+def _pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def lock_output_dir(out_dir: Path) -> None:
+    """Take ``out_dir``'s lock for this process (held until :func:`unlock_output_dir`
+    or the process ends), so that two runs never write into one directory.
+
+    The lock is an ``flock`` on ``out_dir/.grpo-fast.lock``, which names the
+    holder's pid: a second run is refused with that pid; a lock file left by a
+    run that died (``kill -9``, a crash) holds no ``flock`` and is taken over,
+    with a line that says so. Taking it again in the same process is a no-op.
+    Where the file system has no ``flock`` (some network file systems), the pid
+    alone decides: alive on this host, the directory is in use.
+    """
+    key = out_dir.resolve()
+    if key in _HELD:
+        return
+    path = out_dir / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise InvalidInputError(
+                f"output_dir {str(out_dir)!r} is in use by another grpo-fast run "
+                f"({_who(holder)}): two runs in one directory would mix their metrics and "
+                "checkpoints. Wait for it to end or stop it (kill "
+                f"{holder.get('pid', 'PID')}), or choose another --output-dir"
+            ) from None
+        except OSError:  # no flock here (ENOLCK, ...): the pid decides
+            locked = False
+        # The file may have been removed by the holder releasing it between our open and
+        # our flock: then the lock we got is on a file nobody else sees; take the new one.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    holder = _holder(fd)
+    pid = holder.get("pid")
+    if pid is not None and pid != os.getpid():
+        if not locked and holder.get("host") == socket.gethostname() and _pid_alive(pid):
+            os.close(fd)
+            raise InvalidInputError(
+                f"output_dir {str(out_dir)!r} is in use by another grpo-fast run "
+                f"({_who(holder)}); wait for it to end or stop it, or choose another --output-dir"
+            )
+        say(
+            f"{out_dir}: took over the lock of {_who(holder)}, a run that is no longer running "
+            "(it stopped without releasing it: killed, or crashed)"
+        )
+    mine = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, (json.dumps(mine) + "\n").encode())
+    if not _HELD:
+        atexit.register(_release_all)
+    _HELD[key] = fd
+
+
+def unlock_output_dir(out_dir: Path) -> None:
+    """Release ``out_dir``'s lock if this process holds it (the lock file goes too)."""
+    fd = _HELD.pop(out_dir.resolve(), None)
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        (out_dir / LOCK_FILE).unlink()
+    os.close(fd)
+
+
+def _release_all() -> None:
+    for key in list(_HELD):
+        unlock_output_dir(key)
+
+
+def check_output_lock(out_dir: Path) -> None:
+    """Raise if another live run holds ``out_dir``'s lock (without taking it)."""
+    if out_dir.resolve() in _HELD or not (out_dir / LOCK_FILE).is_file():
+        return
+    lock_output_dir(out_dir)  # refused when held; else taken ...
+    unlock_output_dir(out_dir)  # ... and given back at once
 
 
 # ---------------------------------------------------------------------- the output directory
@@ -86,14 +218,15 @@ def _is_run_config(path: Path) -> bool:
 def run_files(out_dir: Path) -> list[Path]:
     """What an earlier run left in ``out_dir``, and nothing else: a model's
     ``config.json``, another tool's ``checkpoints/`` or ``wandb/`` are not a run's."""
-    found = [out_dir / n for n in ("metrics.jsonl", "curves.png") if (out_dir / n).is_file()]
+    names = ("metrics.jsonl", "completions.jsonl", "curves.png")
+    found = [out_dir / n for n in names if (out_dir / n).is_file()]
     if (out_dir / "config.json").is_file() and _is_run_config(out_dir / "config.json"):
         found.append(out_dir / "config.json")
     if (out_dir / "checkpoints").is_dir():
         found += sorted(
             p
             for p in (out_dir / "checkpoints").iterdir()
-            if _STEP_DIR.match(p.name) or p.name.startswith(".tmp-")
+            if _STEP_DIR.match(p.name) or _CORRUPT_DIR.match(p.name) or p.name.startswith(".tmp-")
         )
     if (out_dir / "tensorboard").is_dir():
         found += sorted((out_dir / "tensorboard").glob("events.out.tfevents.*"))
@@ -137,6 +270,7 @@ def prepare_output_dir(
             )
         if create:
             out_dir.mkdir(parents=True, exist_ok=True)
+            lock_output_dir(out_dir)
             say(f"created the output directory {out_dir}")
         return
     if not os.access(out_dir, os.W_OK | os.X_OK):
@@ -146,9 +280,16 @@ def prepare_output_dir(
             f"output_dir {str(out_dir)!r} has a config.json that is not a grpo-fast run's (a "
             "model directory?); a run would write over it: choose another --output-dir"
         )
+    if create:  # before anything is removed: never the files of a run still writing
+        lock_output_dir(out_dir)
     held = run_files(out_dir)
     if not held or resume:
         return
+    failed_start = not overwrite and never_trained(out_dir)
+    if failed_start:
+        overwrite = True
+        if not create:
+            return
     if not overwrite:
         steps = _step_dirs(out_dir)
         newest = f", newest checkpoint {steps[-1][1].name}" if steps else ""
@@ -167,13 +308,38 @@ def prepare_output_dir(
         for name in ("checkpoints", "tensorboard"):  # emptied: gone too
             with contextlib.suppress(OSError):
                 (out_dir / name).rmdir()
-        say(f"starting over in {out_dir}: removed the earlier run's {what}")
+        if failed_start:
+            say(
+                f"starting over in {out_dir}: the run there never finished a step (a failed "
+                f"start); removed its {what}"
+            )
+        else:
+            say(f"starting over in {out_dir}: removed the earlier run's {what}")
+
+
+def never_trained(out_dir: Path) -> bool:
+    """Whether the run in ``out_dir`` stopped before its first step (a failed start:
+    no checkpoint, no training step in ``metrics.jsonl``): nothing there is worth
+    keeping, so a new run may replace it without ``--overwrite``."""
+    root = out_dir / "checkpoints"
+    if root.is_dir() and any(
+        _STEP_DIR.match(p.name) or _CORRUPT_DIR.match(p.name) for p in root.iterdir()
+    ):
+        return False
+    try:
+        records = read_metrics(out_dir / "metrics.jsonl")
+    except (InvalidInputError, OSError):
+        return False
+    return all(r["step"] < 1 for r in records)
 
 
 def remove_leftovers(out_dir: Path, resumed_step: int | None) -> None:
-    """Delete unfinished ``.tmp-step-*`` directories, and the checkpoints newer than the
-    one a run resumed from: they belong to the attempt being replaced (an
-    ``--resume auto`` after them would otherwise mix the two)."""
+    """Delete unfinished ``.tmp-step-*`` directories, and clear away the checkpoints
+    newer than the one a run resumed from: they belong to the attempt being
+    replaced (an ``--resume auto`` after them would otherwise mix the two). One
+    that verifies is deleted (the run went back to an older one on purpose); one
+    that does not (``--resume auto`` skipped it) is moved aside as
+    ``step-N.corrupt``, never deleted."""
     root = out_dir / "checkpoints"
     if not root.is_dir():
         return
@@ -183,9 +349,34 @@ def remove_leftovers(out_dir: Path, resumed_step: int | None) -> None:
     if resumed_step is None:
         return
     for step, path in _step_dirs(out_dir):
-        if step > resumed_step:
+        if step <= resumed_step:
+            continue
+        problem = checkpoint_problem(path)
+        if problem == "it is empty":
+            path.rmdir()
+            say(f"removed {path}: an empty directory")
+        elif problem is not None:
+            # Never delete what could not be read: the damage may be mendable by hand.
+            aside = _aside(path)
+            os.replace(path, aside)
+            say(
+                f"moved {path} aside to {aside.name} ({problem}); resumed from step "
+                f"{resumed_step} instead. Nothing was deleted: delete it yourself once you "
+                "no longer need it"
+            )
+        else:
             shutil.rmtree(path, ignore_errors=True)
             say(f"removed {path}: it is newer than step {resumed_step}, the one resumed from")
+
+
+def _aside(path: Path) -> Path:
+    """A free name for a checkpoint that did not verify: ``step-N.corrupt`` (``-2``, ...)."""
+    aside = path.with_name(f"{path.name}.corrupt")
+    k = 1
+    while aside.exists():
+        k += 1
+        aside = path.with_name(f"{path.name}.corrupt-{k}")
+    return aside
 
 
 # ---------------------------------------------------------------------- writing
@@ -400,6 +591,33 @@ def checkpoint_problem(path: Path) -> str | None:
         if _sha256(f) != want["sha256"]:
             return f"{name} is damaged (its SHA-256 differs from the one written)"
     return None
+
+
+def verify_checkpoint(path: Path) -> None:
+    """Raise :class:`~grpo_fast.errors.InvalidInputError` naming the problem when ``path``
+    is a grpo-fast checkpoint (a run's ``checkpoints/step-N``, or a directory with its
+    ``manifest.json``) whose files do not match the manifest, as resume checks it
+    (``grpo-fast export`` and ``grpo-fast eval --model`` call this). Anything else (a
+    model directory, a hub id) passes: it has no manifest to check.
+    """
+    if not path.is_dir():
+        return
+    in_run = bool(_STEP_DIR.match(path.name)) and path.parent.name == "checkpoints"
+    if not in_run:
+        try:
+            manifest = json.loads((path / MANIFEST).read_text())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError):
+            manifest = {"files": None}  # a damaged one of ours
+        if not isinstance(manifest, dict) or "files" not in manifest:
+            return  # another tool's manifest.json
+    problem = checkpoint_problem(path)
+    if problem is not None:
+        raise InvalidInputError(
+            f"checkpoint {str(path)!r} does not verify: {problem}. Use another checkpoint "
+            "(the run's checkpoints/ keeps the newest ones)"
+        )
 
 
 def find_resume(out_dir: Path, resume: str | None, dist: Distributed) -> Path | None:
