@@ -16,10 +16,12 @@ at start-up with a message and exit status 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import errno
 import json
 import math
+import os
 import re
 import sys
 import types
@@ -280,6 +282,9 @@ def _score(args: argparse.Namespace) -> int:
     from grpo_fast.rollout import RunRewards
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
+    to_file = args.output not in (None, "-")
+    if to_file:  # before any work: a path that cannot be written is said at once
+        check_writable_file(args.output, "--output")
     rewards = RunRewards.build(args.reward)
     rows = read_rows(
         args.input, [group_col], "input", text_columns=[comp_col], answer_columns=[ans_col]
@@ -300,7 +305,10 @@ def _score(args: argparse.Namespace) -> int:
         scores.total, groups.index, estimator=args.estimator, scale=args.scale
     )
     several = len(scores.columns) > 1
-    out = sys.stdout if args.output in (None, "-") else open(args.output, "w")  # noqa: SIM115
+    try:
+        out = open(args.output, "w") if to_file else sys.stdout  # noqa: SIM115
+    except OSError as e:
+        raise InvalidInputError(f"cannot write --output {args.output!r}: {e.strerror}") from None
     try:
         for i, (row, r, a) in enumerate(
             zip(rows, scores.total.tolist(), adv.advantages.tolist(), strict=True)
@@ -313,11 +321,58 @@ def _score(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     print(
-        f"{len(rows)} completions in {adv.num_groups} groups: mean reward "
-        f"{float(np.nanmean(scores.total)):.4f}, groups without signal {adv.frac_zero_std:.1%}",
+        f"{len(rows)} completions in {adv.num_groups} groups: {_mean_reward(scores)}, groups "
+        f"without signal {adv.frac_zero_std:.1%}",
         file=sys.stderr,
     )
     return 0
+
+
+def _mean_reward(scores: Any) -> str:
+    """``mean reward X``, and how many completions had no reward (NaN: a reward could not
+    score them), by reward, instead of a ``nan`` mean."""
+    total = np.asarray(scores.total, np.float64)
+    unscored = int(np.isnan(total).sum())
+    if unscored == len(total):
+        text = "no completion was scored (every total reward is NaN)"
+    else:
+        text = f"mean reward {float(np.nanmean(total)):.4f}"
+    if unscored:
+        which = ", ".join(
+            f"{name}: {int(np.isnan(col).sum())}"
+            for name, col in scores.columns.items()
+            if np.isnan(col).any()
+        )
+        text += f" ({unscored} of {len(total)} without a reward (NaN; written as null): {which})"
+    return text
+
+
+def check_writable_file(path: str, flag: str) -> None:
+    """Raise unless a file can be written at ``path`` (its directory exists and is
+    writable; it is not a directory, nor a file that cannot be written)."""
+    p = Path(path)
+    parent = p.parent
+    if p.is_dir():
+        raise InvalidInputError(f"{flag} {path!r} is a directory; name a file in it")
+    if not parent.is_dir():
+        raise InvalidInputError(
+            f"cannot write {flag} {path!r}: the directory {str(parent)!r} does not exist "
+            f"(mkdir -p {parent})"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        where = path if p.exists() else str(parent)
+        raise InvalidInputError(f"cannot write {flag} {path!r}: {where!r} is not writable")
+
+
+def check_writable_dir(path: str, flag: str) -> None:
+    """Raise unless a directory can be made (or written into) at ``path``: its nearest
+    existing ancestor is a writable directory."""
+    p = Path(path).absolute()
+    existing = next(q for q in (p, *p.parents) if q.exists())
+    if not existing.is_dir():
+        raise InvalidInputError(f"cannot write {flag} {path!r}: {str(existing)!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"cannot write {flag} {path!r}: {str(existing)!r} is not writable")
 
 
 def _finite(v: float) -> float | None:
@@ -358,6 +413,7 @@ def _eval(args: argparse.Namespace) -> int:
     import torch
     import transformers
 
+    from grpo_fast.checkpoint import verify_checkpoint
     from grpo_fast.data import TASKS, read_tasks, render_prompts
     from grpo_fast.modeling import (
         DTYPES,
@@ -375,9 +431,12 @@ def _eval(args: argparse.Namespace) -> int:
     task = TASKS[task_name or "addition"]
     args.model = getattr(args, "model", task["model"])
     args.data = getattr(args, "data", task["eval_file"])
-    if args.n < 1 or not 1 <= args.k <= args.n:
-        raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
+    if args.k > args.n:
+        raise InvalidInputError(
+            f"-k must be <= -n (pass@k of n samples), got k={args.k}, n={args.n}"
+        )
     check_model_name(args.model, adapters=True)
+    verify_checkpoint(Path(args.model))
     check_device(args.device)
     max_new_tokens = getattr(args, "max_new_tokens", None)
     if max_new_tokens is None:
@@ -436,19 +495,48 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from grpo_fast.checkpoint import verify_checkpoint
     from grpo_fast.modeling import export_model
 
-    out = export_model(
-        args.checkpoint,
-        args.out,
-        base=getattr(args, "base_model", None),
-        dtype=getattr(args, "dtype", None),
-    )
+    verify_checkpoint(Path(args.checkpoint))
+    check_writable_dir(args.out, "OUT")
+    try:
+        out = export_model(
+            args.checkpoint,
+            args.out,
+            base=getattr(args, "base_model", None),
+            dtype=getattr(args, "dtype", None),
+        )
+    except OSError as e:  # a read-only file system, a full disk, ...
+        if isinstance(e, InvalidInputError):
+            raise
+        raise InvalidInputError(
+            f"cannot write the model to {args.out!r}: {e.strerror or e}"
+            + ("" if e.filename is None else f" ({e.filename})")
+        ) from None
     print(f"wrote {out}/ (load it with from_pretrained, or: grpo-fast eval --model {out})")
     return 0
 
 
 # ---------------------------------------------------------------------- the parser
+def _at_least(low: float, *, number: type = int) -> Any:
+    """An argparse type: a ``number`` (int or float) >= ``low``; argparse names the flag
+    in its message (``argument --limit: must be >= 0, got -1``)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = number(text)
+        except ValueError:
+            kind = "an int" if number is int else "a number"
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
+        if not value >= low:  # NaN too
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
+        return value
+
+    convert.__name__ = "int" if number is int else "number"
+    return convert
+
+
 def _field_default(name: str) -> Any:
     from grpo_fast.trainer import TrainerConfig
 
@@ -552,13 +640,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
     )
-    ev.add_argument("-n", type=int, default=8, help="samples per prompt")
-    ev.add_argument("-k", type=int, default=1, help="k of pass@k")
-    ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    ev.add_argument("-n", type=_at_least(1), default=8, help="samples per prompt")
+    ev.add_argument("-k", type=_at_least(1), default=1, help="k of pass@k")
+    ev.add_argument(
+        "--temperature", type=_at_least(0.0, number=float), default=1.0, help="sampling temperature"
+    )
     # Defaults that depend on the model: unset here, resolved in _eval (help states them).
     ev.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=_at_least(1),
         default=argparse.SUPPRESS,
         help=f"longest completion (default: {_field_default('max_new_tokens')}); with "
         "--task, the task's",
@@ -570,8 +660,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"weights and autocast dtype (default: {_field_default('dtype')})",
     )
     ev.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda', 'cuda:1', ...")
-    ev.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
-    ev.add_argument("--batch-size", type=int, default=None, help="rows per generate call")
+    ev.add_argument("--limit", type=_at_least(0), default=0, help="first N prompts only (0 = all)")
+    ev.add_argument("--batch-size", type=_at_least(1), default=None, help="rows per generate call")
     ev.add_argument("--seed", type=int, default=0, help="sampling seed")
     ev.set_defaults(func=_eval)
 
@@ -598,19 +688,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    """Run the command line; return its exit status.
+
+    2: input the user can fix (one line on stderr, no traceback); 130: Ctrl-C
+    (during start-up imports too); 141 (128 + SIGPIPE, as ``cat`` ends): the
+    reader of standard output went away (``grpo-fast score ... | head``).
+    """
+    command = "grpo-fast"
     try:
-        return int(args.func(args))
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        command = f"grpo-fast {args.command}"
+        status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+        return status
     except InvalidInputError as e:
-        print(f"grpo-fast {args.command}: error: {e}", file=sys.stderr)
+        print(f"{command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C outside training (loading, scoring, ...)
-        print(f"grpo-fast {args.command}: stopped (Ctrl-C)", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C outside training (imports, loading, scoring, ...)
+        print(f"{command}: stopped (Ctrl-C)", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Python would report the pipe again when it flushes stdout at exit: point the
+        # descriptor at /dev/null first.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
 
 
 if __name__ == "__main__":
