@@ -370,6 +370,11 @@ def test_resume_auto_skips_a_damaged_newest_checkpoint_and_says_why(
     assert trainer.step_count == 2
     assert "resumed from step 2" in err
     assert re.search(f"skipping {out / 'checkpoints' / 'step-0000003'}: {why}", err), err
+    # Never deleted: moved aside, and said so.
+    assert _ckpts(out) == ["step-0000001", "step-0000002", "step-0000003.corrupt"]
+    assert re.search(
+        f"moved {out / 'checkpoints' / 'step-0000003'} aside to step-0000003.corrupt", err
+    )
     # The weights are those of step 2, the good one.
     good = Trainer(
         TrainerConfig(
@@ -469,6 +474,60 @@ def test_a_full_disk_during_a_checkpoint_says_so_and_keeps_the_older_ones(
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err
     assert f"no space left on device writing {out / 'metrics.jsonl'}; free some space" in err
+
+
+# ---------------------------------------------------------------------- one run per directory
+_HOLD_LOCK = (
+    "import sys; from pathlib import Path; from grpo_fast.checkpoint import lock_output_dir; "
+    "lock_output_dir(Path(sys.argv[1])); print('locked', flush=True); sys.stdin.read()"
+)
+
+
+def test_a_second_run_in_a_locked_directory_is_refused_and_a_dead_holder_taken_over(
+    tmp_path, capsys
+):
+    out = tmp_path / "run"
+    out.mkdir()
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            assert main(["train", "-o", str(out), *QUICK_FLAGS]) == 2
+            err = capsys.readouterr().err
+            assert f"is in use by another grpo-fast run (pid {holder.pid}" in err, err
+            assert "Traceback" not in err and not (out / "metrics.jsonl").exists()
+        finally:
+            holder.kill()  # as kill -9 would: the lock file stays, naming a dead pid
+    assert str(holder.pid) in (out / ".grpo-fast.lock").read_text()
+    assert main(["train", "-o", str(out), *QUICK_FLAGS, "--max-steps", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"took over the lock of pid {holder.pid}" in err
+    assert _steps(out) == [0, 1]
+
+
+def test_a_failed_start_leaves_nothing_that_blocks_a_retry(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    trainer = Trainer(TrainerConfig(output_dir=str(out), **QUICK))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the sampler failed")
+
+    monkeypatch.setattr(trainer.sampler, "sample", broken)
+    with pytest.raises(RuntimeError, match="the sampler failed"):
+        trainer.train()
+    assert (out / "config.json").is_file()  # what the failed start left
+    capsys.readouterr()
+    # The same command again, without --overwrite: it starts, and says why it may.
+    Trainer(TrainerConfig(output_dir=str(out), **dict(QUICK, max_steps=1))).train()
+    assert "never finished a step (a failed start)" in capsys.readouterr().err
+    assert _steps(out) == [0, 1]
+    # A run that trained a step is not a failed start: it is refused as before.
+    with pytest.raises(InvalidInputError, match="already holds a run"):
+        Trainer(TrainerConfig(output_dir=str(out), **QUICK))
 
 
 # ---------------------------------------------------------------------- warnings
