@@ -191,8 +191,8 @@ def test_train_with_named_rewards_logs_each_column(tmp_path):
     argv += ["--reward", "math", "--reward", "format:0.5", "--no-plot", "--no-progress"]
     assert main(argv) == 0
     record = read_metrics(out / "metrics.jsonl")[-1]
-    assert record["reward/format"] == 0.0  # no <think> tags from an adder
-    assert record["reward_mean"] == pytest.approx(record["reward/math"])
+    assert record["rewards/format/mean"] == 0.0  # no <think> tags from an adder
+    assert record["reward"] == pytest.approx(record["rewards/math/mean"])
     assert json.loads((out / "config.json").read_text())["reward"] == ["math", "format:0.5"]
 
 

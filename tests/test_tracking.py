@@ -60,7 +60,7 @@ def test_tensorboard_gets_the_jsonl_values_under_the_same_names(tmp_path):
     for r in records:
         for k, v in _numbers(r).items():
             expected.setdefault(k, {})[r["step"]] = v
-    assert {"reward_mean", "reward/math", "eval_accuracy", "loss"} <= set(expected)
+    assert {"reward", "rewards/math/mean", "eval_accuracy", "loss"} <= set(expected)
     assert set(scalars) == set(expected)
     for tag, values in expected.items():
         assert scalars[tag].keys() == values.keys(), tag
@@ -75,7 +75,7 @@ def test_tensorboard_gets_the_jsonl_values_under_the_same_names(tmp_path):
     Trainer(resumed).train()
     records = {r["step"]: r for r in read_metrics(out / "metrics.jsonl")}
     scalars = _tensorboard_scalars(out / "tensorboard")
-    assert sorted(scalars["reward_mean"]) == [1, 2, 3]
+    assert sorted(scalars["reward"]) == [1, 2, 3]
     for step in (2, 3):
         assert scalars["loss"][step] == pytest.approx(records[step]["loss"], rel=1e-6)
 

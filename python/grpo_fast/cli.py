@@ -134,12 +134,19 @@ class _Repeat(argparse.Action):
         setattr(namespace, self.dest, [*items, values])
 
 
-def _type_converter(name: str, hint: Any) -> Any:
+def _type_converter(name: str, hint: Any, metadata: Any = None) -> Any:
     def convert(text: str) -> Any:
+        from grpo_fast.trainer import out_of_bounds
+
         try:
-            return parse_text(name, hint, text)
+            value = parse_text(name, hint, text)
         except InvalidInputError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+        # The field's bounds, at parse time: argparse names the flag.
+        why = out_of_bounds(metadata or {}, value)
+        if why is not None:
+            raise argparse.ArgumentTypeError(f"{why}, got {text}")
+        return value
 
     convert.__name__ = _describe(hint)
     return convert
@@ -170,7 +177,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
             if literal:
                 kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
-        parser.add_argument(*names, type=_type_converter(f.name, hint), **kw)
+        parser.add_argument(*names, type=_type_converter(f.name, hint, f.metadata), **kw)
 
 
 # ---------------------------------------------------------------------- config files

@@ -65,7 +65,14 @@ from grpo_fast.names import STEP_SPLITS
 from grpo_fast.rollout import Batch, RewardLike, RunRewards
 from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler, truncated
 from grpo_fast.steps import ProcessReward, check_steps
-from grpo_fast.tracking import NoSignalWatch, Tracker, parse_report_to, read_metrics, say
+from grpo_fast.tracking import (
+    NoSignalWatch,
+    Tracker,
+    current_name,
+    parse_report_to,
+    read_metrics,
+    say,
+)
 
 __all__ = [
     "DATA_DIR",
@@ -84,8 +91,25 @@ LR_SCHEDULES = tuple(_SCHEDULERS)
 SAMPLER_CORRECTIONS = ("auto", *CORRECTIONS)
 
 
-def _doc(text: str) -> Any:
-    return {"help": text}
+def _doc(text: str, **bounds: float) -> Any:
+    """A field's metadata: its help, and bounds on its value (``ge``, ``gt``, ``le``)
+    that the command line checks as it parses the flag and :meth:`TrainerConfig.validate`
+    checks for a config built in Python."""
+    return {"help": text, **bounds}
+
+
+def out_of_bounds(metadata: Any, value: Any) -> str | None:
+    """Why ``value`` is outside the field's bounds (``"must be > 0"``), or None."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    for key, ok, word in (
+        ("ge", lambda b: value >= b, ">="),
+        ("gt", lambda b: value > b, ">"),
+        ("le", lambda b: value <= b, "<="),
+    ):
+        if key in metadata and not ok(metadata[key]):
+            return f"must be {word} {metadata[key]}"
+    return None
 
 
 @dataclass
@@ -122,8 +146,8 @@ class TrainerConfig:
             "runs each prompt with every sample instead of sharing it)"
         ),
     )
-    lora_r: int = field(default=0, metadata=_doc("LoRA rank (0: train every weight)"))
-    lora_alpha: float = field(default=32.0, metadata=_doc("LoRA scale numerator (alpha / r)"))
+    lora_r: int = field(default=0, metadata=_doc("LoRA rank (0: train every weight)", ge=0))
+    lora_alpha: float = field(default=32.0, metadata=_doc("LoRA scale numerator (alpha / r)", gt=0))
     lora_dropout: float = field(default=0.0, metadata=_doc("dropout on the LoRA path"))
     lora_target_modules: tuple[str, ...] = field(
         default=(),
@@ -174,17 +198,34 @@ class TrainerConfig:
         },
     )
     # Batch shape.
-    max_steps: int = field(default=1000, metadata=_doc("generation batches to train on"))
-    prompts_per_step: int = field(default=8, metadata=_doc("prompts per step (per rank)"))
-    num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt"))
+    max_steps: int = field(default=1000, metadata=_doc("generation batches to train on", ge=1))
+    num_train_epochs: float | None = field(
+        default=None,
+        metadata=_doc(
+            "passes over the training prompts instead of max_steps (when set, it decides "
+            "max_steps: ceil(epochs x rows / (prompts_per_step x processes)))",
+            gt=0,
+        ),
+    )
+    prompts_per_step: int = field(default=8, metadata=_doc("prompts per step (per rank)", ge=1))
+    num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt", ge=2))
     # Sampling.
     sampler: Literal["hf", "vllm"] = field(default="hf", metadata=_doc("generation backend"))
     max_new_tokens: int = field(
-        default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included")
+        default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included", ge=1)
     )
-    temperature: float = field(default=1.0, metadata=_doc("sampling temperature"))
-    top_p: float = field(default=1.0, metadata=_doc("nucleus sampling mass (1 = off)"))
-    top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)"))
+    max_prompt_length: int | None = field(
+        default=None,
+        metadata=_doc(
+            "longest prompt in tokens: a longer one loses its beginning (TRL's truncation "
+            "from the left; the count is logged); none: no limit. Prompt + max_new_tokens "
+            "must fit the model's positions",
+            ge=1,
+        ),
+    )
+    temperature: float = field(default=1.0, metadata=_doc("sampling temperature", gt=0))
+    top_p: float = field(default=1.0, metadata=_doc("nucleus sampling mass (1 = off)", gt=0, le=1))
+    top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)", ge=0))
     # Advantages.
     estimator: Literal[ESTIMATORS] = field(  # type: ignore[valid-type]
         default="grpo",
@@ -216,10 +257,12 @@ class TrainerConfig:
     loss_type: Literal[LOSS_TYPES] = field(  # type: ignore[valid-type]
         default="grpo", metadata=_doc("loss aggregation (grpo_fast.loss.policy_loss)")
     )
-    eps_low: float = field(default=0.2, metadata=_doc("lower clip range of the ratio"))
-    eps_high: float = field(default=0.2, metadata=_doc("upper clip range (DAPO clip-higher: 0.28)"))
+    eps_low: float = field(default=0.2, metadata=_doc("lower clip range of the ratio", ge=0))
+    eps_high: float = field(
+        default=0.2, metadata=_doc("upper clip range (DAPO clip-higher: 0.28)", ge=0)
+    )
     beta: float = field(
-        default=0.0, metadata=_doc("KL penalty weight; > 0 loads a frozen reference model")
+        default=0.0, metadata=_doc("KL penalty weight; > 0 loads a frozen reference model", ge=0)
     )
     kl: Literal[KL_ESTIMATORS] = field(  # type: ignore[valid-type]
         default="k3", metadata=_doc("KL estimator")
@@ -231,8 +274,12 @@ class TrainerConfig:
             "sapo (sigmoid gate), gmpo (geometric mean of the token ratios)"
         ),
     )
-    sapo_tau_pos: float = field(default=1.0, metadata=_doc("SAPO gate temperature where A > 0"))
-    sapo_tau_neg: float = field(default=1.05, metadata=_doc("SAPO gate temperature where A <= 0"))
+    sapo_tau_pos: float = field(
+        default=1.0, metadata=_doc("SAPO gate temperature where A > 0", gt=0)
+    )
+    sapo_tau_neg: float = field(
+        default=1.05, metadata=_doc("SAPO gate temperature where A <= 0", gt=0)
+    )
     entropy_coef: float = field(
         default=0.0, metadata=_doc("entropy bonus weight (mean entropy of the tokens that learn)")
     )
@@ -249,7 +296,8 @@ class TrainerConfig:
         metadata=_doc("run each prompt once per group and share its KV cache with its G samples"),
     )
     num_iterations: int = field(
-        default=1, metadata=_doc("optimizer passes over each generation batch (old log-probs kept)")
+        default=1,
+        metadata=_doc("optimizer passes over each generation batch (old log-probs kept)", ge=1),
     )
     sampler_correction: Literal[SAMPLER_CORRECTIONS] = field(  # type: ignore[valid-type]
         default="auto",
@@ -264,23 +312,23 @@ class TrainerConfig:
         metadata=_doc("one mismatch ratio per token, or per sequence (geometric mean)"),
     )
     sampler_threshold: float = field(
-        default=2.0, metadata=_doc("C of the sampler correction: TIS cap, MIS band [1/C, C]")
+        default=2.0, metadata=_doc("C of the sampler correction: TIS cap, MIS band [1/C, C]", gt=1)
     )
     # Optimisation.
     optimizer: Literal["adamw", "sgd"] = field(default="adamw", metadata=_doc("optimizer"))
     learning_rate: float = field(
-        default=by_model(1e-6, demo=3e-5), metadata=_doc("peak learning rate")
+        default=by_model(1e-6, demo=3e-5), metadata=_doc("peak learning rate", gt=0)
     )
     lr_schedule: Literal[LR_SCHEDULES] = field(  # type: ignore[valid-type]
         default=by_model("linear", demo="constant"), metadata=_doc("learning rate after warmup")
     )
-    warmup_steps: int = field(default=0, metadata=_doc("linear warmup, in optimizer steps"))
-    weight_decay: float = field(default=0.0, metadata=_doc("AdamW weight decay"))
+    warmup_steps: int = field(default=0, metadata=_doc("linear warmup, in optimizer steps", ge=0))
+    weight_decay: float = field(default=0.0, metadata=_doc("AdamW weight decay", ge=0))
     adam_beta1: float = field(default=0.9, metadata=_doc("AdamW beta1"))
     adam_beta2: float = field(default=by_model(0.999, demo=0.99), metadata=_doc("AdamW beta2"))
-    max_grad_norm: float = field(default=1.0, metadata=_doc("gradient clipping (0 = off)"))
+    max_grad_norm: float = field(default=1.0, metadata=_doc("gradient clipping (0 = off)", ge=0))
     grad_accum_steps: int = field(
-        default=1, metadata=_doc("micro-batches per optimizer step (splits the batch's rows)")
+        default=1, metadata=_doc("micro-batches per optimizer step (splits the batch's rows)", ge=1)
     )
     # Prompt selection.
     curriculum: bool = field(
@@ -290,16 +338,20 @@ class TrainerConfig:
     dynamic_sampling: bool = field(
         default=False, metadata=_doc("DAPO: drop zero-variance groups and refill the batch")
     )
-    max_refill_rounds: int = field(default=3, metadata=_doc("extra sampling rounds per step"))
+    max_refill_rounds: int = field(default=3, metadata=_doc("extra sampling rounds per step", ge=0))
     # Evaluation, logging, checkpoints.
-    eval_every: int = field(default=100, metadata=_doc("evaluate every N steps (0 = start/end)"))
+    eval_every: int = field(
+        default=100, metadata=_doc("evaluate every N steps (0 = start/end)", ge=0)
+    )
     eval_size: int = field(
-        default=by_model(0, demo=500), metadata=_doc("held-out prompts per evaluation (0 = all)")
+        default=by_model(0, demo=500),
+        metadata=_doc("held-out prompts per evaluation (0 = all)", ge=0),
     )
     save_every: int = field(
-        default=by_model(500, demo=0), metadata=_doc("checkpoint every N steps (0 = at the end)")
+        default=by_model(500, demo=0),
+        metadata=_doc("checkpoint every N steps (0 = at the end)", ge=0),
     )
-    keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept"))
+    keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept", ge=1))
     resume: str | None = field(
         default=None,
         metadata=_doc(
@@ -309,6 +361,13 @@ class TrainerConfig:
     )
     overwrite: bool = field(
         default=False, metadata=_doc("replace the run already in output_dir (its files only)")
+    )
+    resume_force: bool = field(
+        default=False,
+        metadata=_doc(
+            "resume although options that change the training differ from the checkpoint's "
+            "run (without it such a resume is refused, listing them)"
+        ),
     )
     seed: int = field(default=0, metadata=_doc("seed of prompt order, sampling and init"))
     device: str = field(default="auto", metadata=_doc("'auto', 'cpu', 'cuda', 'cuda:1', ..."))
@@ -323,10 +382,25 @@ class TrainerConfig:
     torch_threads: int = field(
         default=0,
         metadata=_doc(
-            "torch CPU threads (0 = auto: 1 for a model under 10M parameters on the CPU)"
+            "torch CPU threads (0 = auto: 1 for a model under 10M parameters on the CPU)", ge=0
         ),
     )
     progress: bool = field(default=True, metadata=_doc("show a progress bar"))
+    logging_steps: int = field(
+        default=10,
+        metadata=_doc(
+            "every N steps: a plain-text line on stdout when it is not a terminal (CI, "
+            "nohup) or without a progress bar, and the completions of log_completions",
+            ge=1,
+        ),
+    )
+    log_completions: bool = field(
+        default=False,
+        metadata=_doc(
+            "log sampled prompts, completions and each reward every logging_steps steps: "
+            "completions.jsonl, a W&B table, TensorBoard text"
+        ),
+    )
     plot: bool = field(default=True, metadata=_doc("write curves.png at each evaluation"))
     report_to: tuple[str, ...] = field(
         default=("none",),
@@ -368,6 +442,9 @@ class TrainerConfig:
             if not ok:
                 raise InvalidInputError(msg)
 
+        for f in fields(self):
+            why = out_of_bounds(f.metadata, getattr(self, f.name))
+            need(why is None, f"{f.name} {why}, got {getattr(self, f.name)!r}")
         for name, hint in typing.get_type_hints(type(self)).items():
             if typing.get_origin(hint) is Literal:
                 allowed = typing.get_args(hint)
@@ -409,6 +486,26 @@ class TrainerConfig:
             f"got {self.sampler_threshold}",
         )
         need(self.temperature > 0, f"temperature must be > 0 for training: {self.temperature}")
+        need(
+            self.num_train_epochs is None or self.num_train_epochs > 0,
+            f"num_train_epochs must be > 0, got {self.num_train_epochs}",
+        )
+        need(
+            self.max_prompt_length is None or self.max_prompt_length >= 1,
+            f"max_prompt_length must be >= 1, got {self.max_prompt_length}",
+        )
+        need(self.logging_steps >= 1, f"logging_steps must be >= 1, got {self.logging_steps}")
+        need(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        need(self.max_grad_norm >= 0, f"max_grad_norm must be >= 0 (0: off): {self.max_grad_norm}")
+        need(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")
+        need(
+            0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1,
+            f"adam_beta1 and adam_beta2 must be in [0, 1), got {self.adam_beta1}, "
+            f"{self.adam_beta2}",
+        )
+        need(self.top_p > 0 and self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p}")
+        need(self.top_k >= 0, f"top_k must be >= 0 (0: off), got {self.top_k}")
+        need(self.keep_checkpoints >= 1, f"keep_checkpoints must be >= 1: {self.keep_checkpoints}")
         for name in ("eval_every", "save_every", "max_refill_rounds", "torch_threads"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.eval_size >= 0, f"eval_size must be >= 0 (0 = all), got {self.eval_size}")
@@ -572,6 +669,12 @@ def _nanmean(x: np.ndarray) -> float:
     return float(np.nanmean(x)) if len(x) and not np.isnan(x).all() else float("nan")
 
 
+def _nanstd(x: np.ndarray) -> float:
+    """The Bessel-corrected std of the values that are not NaN (TRL's ``nanstd``)."""
+    n = int(np.count_nonzero(~np.isnan(x)))
+    return float(np.nanstd(x, ddof=1)) if n > 1 else float("nan")
+
+
 class Trainer:
     """GRPO on a causal LM (a local directory or a hub id), rewarded by
     :mod:`grpo_fast.rewards`.
@@ -593,7 +696,7 @@ class Trainer:
         ``rewards.combine(...)``, TRL-style functions ``f(completions,
         **columns)`` (or ``(f, weight)``), names, or a list of them; see
         :class:`~grpo_fast.rollout.RunRewards`. Each is logged as
-        ``reward/<name>``.
+        ``rewards/<name>/mean`` and ``rewards/<name>/std``, as TRL logs them.
 
     Examples
     --------
@@ -722,11 +825,15 @@ class Trainer:
 
         lengths = [len(c) for c in batch.completions.completion_ids]
         n_tokens = sum(lengths) + sum(len(p) for p in batch.completions.prompt_ids)
+        every = self.dist.gather(np.array(lengths, np.float64))  # every rank's, as TRL logs
         return {
             "step": self.step_count,
             **stats,
             **losses,
-            "completion_length": float(np.mean(lengths)) if lengths else 0.0,
+            # TRL's names (grpo_fast.tracking: LEGACY_NAMES lists the older ones).
+            "completions/mean_length": float(every.mean()) if len(every) else 0.0,
+            "completions/min_length": float(every.min()) if len(every) else 0.0,
+            "completions/max_length": float(every.max()) if len(every) else 0.0,
             "lr": self.scheduler.get_last_lr()[0],
             "tokens_per_s": n_tokens * self.dist.world / max(t2 - t0, 1e-9),
             "time_step": t2 - t0,
@@ -774,12 +881,15 @@ class Trainer:
             stats["time_verify"] += time.perf_counter() - t1
             self.prompts.update(idx_all, adv.solve_rate)
             if r == 0:  # what the current policy does on fresh prompts
+                # TRL's names and statistics (its std is Bessel-corrected).
+                stats.update(reward=_nanmean(total), reward_std=_nanstd(total))
+                for k, v in scores.columns.items():
+                    column = dist.gather(v)
+                    stats[f"rewards/{k}/mean"] = _nanmean(column)
+                    stats[f"rewards/{k}/std"] = _nanstd(column)
                 stats.update(
-                    reward_mean=_nanmean(total),
-                    reward_std=float(np.nanstd(total)),
-                    **{f"reward/{k}": _nanmean(dist.gather(v)) for k, v in scores.columns.items()},
                     solve_rate=_nanmean(adv.solve_rate),
-                    frac_zero_std=float(adv.frac_zero_std),
+                    frac_reward_zero_std=float(adv.frac_zero_std),
                 )
             advantages = adv.advantages[mine]
             if self.process is not None:  # [P * G, T]: outcome + weight * process
@@ -911,8 +1021,9 @@ class Trainer:
         out = {k: v if k.endswith(_EXTREMES) else v / count for k, v in sums.items()}
         out["kl"] = out.pop("kl_mean", None)
         out["entropy"] = out.pop("entropy_mean", None)
-        out["truncated_frac"] = float(cut.mean())
-        return out
+        out["completions/clipped_ratio"] = float(cut.mean())
+        # The loss's clip fractions under TRL's names (clip_ratio/low_mean, ...).
+        return {current_name(k): v for k, v in out.items()}
 
     def _sampler_logp(self, batch: Batch, packed: Packed) -> torch.Tensor | None:
         """The sampler's log-probs ``[rows, Tc]`` carried by the batch (None without them)."""
@@ -1021,13 +1132,11 @@ class Trainer:
                 record.update(self.evaluate())
             history.append(self._log(record))
             bar.update(1)
-            post = {"reward": f"{record['reward_mean']:.2f}"}
+            post = {"reward": f"{record['reward']:.2f}"}
             if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
                 post["eval"] = f"{record['eval_accuracy']:.3f}"
             bar.set_postfix(post)
-            warning = no_signal.update(
-                self.last_batch.advantages, reward_mean=record.get("reward_mean")
-            )
+            warning = no_signal.update(self.last_batch.advantages, reward_mean=record.get("reward"))
             if warning and self.is_main:
                 say(warning)
             if last or (cfg.save_every and self.step_count % cfg.save_every == 0):
