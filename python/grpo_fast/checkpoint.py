@@ -61,9 +61,38 @@ __all__ = [
     "save_checkpoint",
     "unlock_output_dir",
     "verify_checkpoint",
+    "check_resume_config",
+    "saved_config",
 ]
 
 MANIFEST = "manifest.json"
+#: The run's options, as the checkpoint was written with them (compared on resume).
+CONFIG = "trainer_config.json"
+#: Options a resumed run may change: how long it trains, what it evaluates, logs and
+#: keeps, where and on what it runs; none changes what was learned so far. Any other
+#: difference is refused without ``resume_force``.
+RESUME_SAFE = frozenset(
+    {
+        "max_steps",
+        "num_train_epochs",
+        "eval_every",
+        "eval_size",
+        "eval_file",
+        "save_every",
+        "keep_checkpoints",
+        "logging_steps",
+        "log_completions",
+        "progress",
+        "plot",
+        "report_to",
+        "resume",
+        "overwrite",
+        "resume_force",
+        "output_dir",
+        "device",
+        "torch_threads",
+    }
+)
 #: The directory of a sharded checkpoint's ``torch.distributed.checkpoint`` files.
 SHARDED = "sharded"
 # What a failed write raises: OSError (Python), RuntimeError (torch.save's zip writer),
@@ -472,6 +501,7 @@ def save_checkpoint(
     dist: Distributed,
     keep: int,
     sharded_state: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/checkpoints/step-N`` and keep the ``keep`` newest checkpoints.
 
@@ -513,6 +543,8 @@ def save_checkpoint(
                 tokenizer.save_pretrained(tmp)
                 state = {"step": step, **trainer_state, "world": dist.world}
                 torch.save(state, tmp / "trainer_state.pt")
+                if config is not None:
+                    (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
         except _WRITE_ERRORS as e:
             error = e
         except CheckpointException as e:  # DCP's: every rank gets every rank's errors
@@ -618,6 +650,59 @@ def verify_checkpoint(path: Path) -> None:
             f"checkpoint {str(path)!r} does not verify: {problem}. Use another checkpoint "
             "(the run's checkpoints/ keeps the newest ones)"
         )
+
+
+def saved_config(path: Path) -> dict[str, Any] | None:
+    """The options the checkpoint at ``path`` was written with: its own
+    ``trainer_config.json``, else (an older checkpoint) its run's ``config.json``;
+    None when neither is there."""
+    for candidate in (path / CONFIG, path.parent.parent / "config.json"):
+        try:
+            values = json.loads(candidate.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(values, dict):
+            return values
+    return None
+
+
+def check_resume_config(path: Path, config: dict[str, Any], *, force: bool) -> list[str]:
+    """Compare the options of a run resuming from ``path`` with those it was written
+    with; return the changes that are safe (:data:`RESUME_SAFE`), as lines to log.
+
+    Raises :class:`~grpo_fast.errors.InvalidInputError` when ``max_steps`` is below
+    the checkpoint's step, or (without ``force``) when other options differ,
+    listing each one.
+    """
+    step = _step_of(path)
+    if config["max_steps"] < step:
+        raise InvalidInputError(
+            f"max_steps is {config['max_steps']}, below step {step} of the checkpoint resumed "
+            f"from ({path}): a resumed run trains on to max_steps; give --max-steps {step} or "
+            "more (or start over with --overwrite)"
+        )
+    saved = saved_config(path)
+    if saved is None:
+        return []
+    now = json.loads(json.dumps(config))  # tuples as lists, as the saved file has them
+    # Options the saved file lacks (an older version) are not compared.
+    changed = {k: (saved[k], now[k]) for k in now if k in saved and saved[k] != now[k]}
+    unsafe = {k: v for k, v in changed.items() if k not in RESUME_SAFE}
+    lines = [f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(changed.items())]
+    if unsafe and not force:
+        listed = "; ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(unsafe.items()))
+        raise InvalidInputError(
+            f"the options differ from those checkpoint {path} was written with ({listed}): "
+            "resuming would continue another run than the one saved. Give the same options "
+            "(its config: "
+            + str(path / CONFIG if (path / CONFIG).is_file() else "config.json")
+            + "), or --resume-force to resume with these anyway"
+        )
+    return [
+        line
+        for line in lines
+        if line.split(":")[0] not in ("resume", "overwrite", "resume_force", "output_dir")
+    ]
 
 
 def find_resume(out_dir: Path, resume: str | None, dist: Distributed) -> Path | None:

@@ -61,6 +61,7 @@ __all__ = [
     "read_rows",
     "read_tasks",
     "render_prompts",
+    "truncate_prompts",
 ]
 
 #: The embedded demo: a tiny model (``tiny_adder``) and 2-digit addition prompts.
@@ -563,3 +564,32 @@ def render_prompts(
             raise InvalidInputError(f"{what}[{i}]: the chat template failed: {e}") from None
         out.append(text)
     return out
+
+
+def truncate_prompts(
+    prompts: Sequence[str], tokenizer: Any, max_length: int | None
+) -> tuple[list[str], int, int]:
+    """Prompts cut to their last ``max_length`` tokens (TRL's ``max_prompt_length``:
+    the beginning goes, the end the model continues from stays); returns them, how
+    many were cut, and the longest prompt's token count afterwards.
+
+    Tokens as the sampler counts them (no special tokens added). A cut prompt is
+    decoded back to text; where that text tokenizes longer (a merge across the cut),
+    one more token goes, until it fits.
+    """
+    ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    out, cut, longest = list(prompts), 0, 0
+    for i, row in enumerate(ids):
+        n = len(row)
+        if max_length is not None and n > max_length:
+            keep = max_length
+            while True:
+                text = tokenizer.decode(row[n - keep :], skip_special_tokens=False)
+                length = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+                if length <= max_length or keep <= 1:
+                    break
+                keep -= 1
+            out[i], n = text, length
+            cut += 1
+        longest = max(longest, n)
+    return out, cut, longest

@@ -195,6 +195,24 @@ def check_model_name(name: str, *, adapters: bool = False) -> None:
         )
 
 
+def max_positions(config: Any) -> int | None:
+    """The longest sequence (prompt + completion) a model's positions allow, from its
+    config (``max_position_embeddings``; GPT-2's ``n_positions``); None when it names
+    none (no limit known)."""
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "n_ctx"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def load_config(path: str) -> Any:
+    """A model's configuration (``config.json``) alone: no weights are loaded."""
+    from transformers import AutoConfig
+
+    return _from_pretrained(AutoConfig.from_pretrained, path, "config")
+
+
 def load_tokenizer(path: str) -> Any:
     """The tokenizer of a model directory or hub id, set up for batched generation
     (left padding; the EOS token as pad token when it has none)."""

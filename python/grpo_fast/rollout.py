@@ -221,11 +221,17 @@ class RunRewards:
         rows: Sequence[Mapping[str, Any]],
         *,
         completion_ids: Sequence[Sequence[int]] | None = None,
+        trainer_state: Any = None,
     ) -> _rewards.RewardScores:
         """The rewards of ``completions``, one dataset row each (gold in ``answer``).
 
-        Returns the weighted total (NaN where a weighted reward is NaN) and
-        the unweighted column of every reward.
+        Returns the weighted total and the unweighted column of every reward. As
+        TRL sums them, a reward that cannot score an item (NaN: a gold without a
+        choice letter for ``choice``, a function's None) is left out of its
+        total; the total is NaN only where no weighted reward scored the item.
+        ``trainer_state`` (``global_step``, ``epoch``, ``max_steps``: a
+        ``transformers.TrainerState``, as TRL passes it) goes to functions with
+        TRL's signature.
         """
         texts = list(completions)
         if len(rows) != len(texts):
@@ -240,18 +246,25 @@ class RunRewards:
             else np.fromiter((len(c) for c in completion_ids), np.int64, len(texts))
         )
         total = np.zeros(len(texts), np.float32)
+        scored = np.zeros(len(texts), bool)
         columns: dict[str, npt.NDArray[np.float32]] = {}
         for part, names in zip(self.parts, self._names, strict=True):
             if isinstance(part, _rewards.Rewards):
                 s = part.score_batch(texts, golds, lengths)
-                total = total + s.total
+                weights = [spec.weight for spec in part.specs]
                 for name, col in zip(names, s.columns.values(), strict=True):
                     columns[name] = col
+                cols = list(zip(s.columns.values(), weights, strict=True))
             else:
-                col = self._call(part, names[0], texts, rows, completion_ids)
-                if part.weight != 0:
-                    total = total + np.float32(part.weight) * col
+                col = self._call(part, names[0], texts, rows, completion_ids, trainer_state)
                 columns[names[0]] = col
+                cols = [(col, part.weight)]
+            for col, weight in cols:
+                if weight != 0:  # TRL's nansum: an item a reward cannot score adds nothing
+                    ok = ~np.isnan(col)
+                    total = total + np.where(ok, np.float32(weight) * col, np.float32(0))
+                    scored |= ok
+        total = np.where(scored, total, np.float32(np.nan))
         return _rewards.RewardScores(total=total.astype(np.float32), columns=columns)
 
     @staticmethod
@@ -261,18 +274,32 @@ class RunRewards:
         texts: list[str],
         rows: Sequence[Mapping[str, Any]],
         completion_ids: Sequence[Sequence[int]] | None,
+        trainer_state: Any = None,
     ) -> npt.NDArray[np.float32]:
         keys = [k for k in rows[0] if k != "prompt"] if rows else []
-        columns = {k: [r.get(k) for r in rows] for k in keys}
-        # As TRL does: conversational prompts get their completions as assistant messages.
-        chat = bool(rows) and isinstance(rows[0].get("prompt"), list)
-        out = part.fn(
-            completions=[[{"role": "assistant", "content": t}] for t in texts] if chat else texts,
-            prompts=[r.get("prompt") for r in rows],
-            completion_ids=None if completion_ids is None else [list(c) for c in completion_ids],
-            **columns,
-        )
-        out = list(out)
+
+        def call(idx: Sequence[int]) -> Any:
+            # As TRL does: conversational prompts get their completions as assistant messages.
+            chat = bool(rows) and isinstance(rows[0].get("prompt"), list)
+            picked = [texts[i] for i in idx]
+            extra = {} if trainer_state is None else {"trainer_state": trainer_state}
+            return part.fn(
+                completions=[[{"role": "assistant", "content": t}] for t in picked]
+                if chat
+                else picked,
+                prompts=[rows[i].get("prompt") for i in idx],
+                completion_ids=None
+                if completion_ids is None
+                else [list(completion_ids[i]) for i in idx],
+                **{k: [rows[i].get(k) for i in idx] for k in keys},
+                **extra,
+            )
+
+        everything = range(len(texts))
+        try:
+            out = list(call(everything))
+        except Exception as e:  # the user's code: name it, and the sample it fails on
+            raise InvalidInputError(_raised(name, e, call, texts)) from e
         if len(out) != len(texts):
             raise InvalidInputError(
                 f"reward {name!r} returned {len(out)} values for {len(texts)} completions"
@@ -281,6 +308,20 @@ class RunRewards:
             return np.array([np.nan if v is None else float(v) for v in out], np.float32)
         except (TypeError, ValueError) as e:
             raise InvalidInputError(f"reward {name!r} returned a non-number: {e}") from None
+
+
+def _raised(name: str, error: Exception, call: Callable[..., Any], texts: list[str]) -> str:
+    """What to say when the reward function ``name`` raised ``error`` on a batch: the
+    first sample it raises on alone (called one at a time to find it), and the error."""
+    for i in range(len(texts)):
+        try:
+            call([i])
+        except Exception as e:  # noqa: BLE001 (the user's code: any exception)
+            return (
+                f"reward function {name!r} raised on sample {i} (completion "
+                f"{texts[i][:60]!r}): {type(e).__name__}: {e}"
+            )
+    return f"reward function {name!r} raised on the batch: {type(error).__name__}: {error}"
 
 
 def _is_weighted_fn(x: Any) -> bool:

@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import signal
+import sys
 import time
 import typing
 from collections.abc import Iterator, Sequence
@@ -34,15 +36,18 @@ import transformers
 import grpo_fast
 from grpo_fast.advantages import ESTIMATORS, SCALES
 from grpo_fast.checkpoint import (
+    check_resume_config,
     find_resume,
     is_sharded,
     load_checkpoint,
+    lock_output_dir,
     prepare_output_dir,
     remove_leftovers,
     save_checkpoint,
+    unlock_output_dir,
 )
 from grpo_fast.curriculum import Curriculum, UniformPrompts
-from grpo_fast.data import DATA_DIR, check_tasks, read_tasks, render_prompts
+from grpo_fast.data import DATA_DIR, check_tasks, read_tasks, render_prompts, truncate_prompts
 from grpo_fast.defaults import by_model, is_demo_model, resolve
 from grpo_fast.distributed import PARALLEL, Distributed, wrap_distributed
 from grpo_fast.errors import InvalidInputError, TrainingInterrupted
@@ -55,8 +60,10 @@ from grpo_fast.modeling import (
     MixedPrecision,
     Packed,
     check_model_name,
+    load_config,
     load_model,
     load_tokenizer,
+    max_positions,
     pack,
     prepare_model,
     reference_model,
@@ -69,6 +76,7 @@ from grpo_fast.tracking import (
     NoSignalWatch,
     Tracker,
     current_name,
+    log_line,
     parse_report_to,
     read_metrics,
     say,
@@ -669,6 +677,10 @@ def _nanmean(x: np.ndarray) -> float:
     return float(np.nanmean(x)) if len(x) and not np.isnan(x).all() else float("nan")
 
 
+def _finite(v: Any) -> float | None:
+    return float(v) if np.isfinite(v) else None
+
+
 def _nanstd(x: np.ndarray) -> float:
     """The Bessel-corrected std of the values that are not NaN (TRL's ``nanstd``)."""
     n = int(np.count_nonzero(~np.isnan(x)))
@@ -748,6 +760,16 @@ class Trainer:
         else:
             self.eval_rows = []
         self.eval_rows = self.eval_rows[: cfg.eval_size or None]
+        if cfg.num_train_epochs is not None:  # epochs, when given, decide max_steps
+            per_step = cfg.prompts_per_step * self.dist.world
+            steps = math.ceil(cfg.num_train_epochs * len(self.train_rows) / per_step)
+            self.config = cfg = dataclasses.replace(cfg, max_steps=max(1, steps))
+        # Compared before anything loads: a resume that would mix two runs costs nothing.
+        self._resume_changes = (
+            []
+            if resume is None
+            else check_resume_config(resume, asdict(cfg), force=cfg.resume_force)
+        )
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
@@ -760,6 +782,7 @@ class Trainer:
         self.eval_prompts = render_prompts(
             self.eval_rows, self.tokenizer, system_prompt=cfg.system_prompt, what="eval rows"
         )
+        self._fit_prompts(model)
         lora = cfg.lora()
         if model is None:  # LoRA's frozen base loads in its 16-bit dtype; trained weights in fp32
             model = load_model(cfg.model, dtype=DTYPES[cfg.dtype] if lora else torch.float32)
@@ -792,6 +815,7 @@ class Trainer:
         self.last_batch: Batch | None = None
 
         self._saved_step: int | None = None
+        self._resumed_record: dict[str, Any] | None = None
         if resume is not None:
             self._load_checkpoint(resume)
             self._saved_step = self.step_count
@@ -804,12 +828,55 @@ class Trainer:
             )
             remove_leftovers(self.out, self._saved_step)
             self.metrics = Tracker(
-                self.out, report_to=cfg.report_to, resume_step=self._saved_step, config=asdict(cfg)
+                self.out,
+                report_to=cfg.report_to,
+                resume_step=self._saved_step,
+                config=asdict(cfg),
+                last_record=self._resumed_record,
             )
             (self.out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
             if resume is not None:
                 say(f"resumed from step {self.step_count} ({resume})")
+                if self._resume_changes:
+                    forced = " (--resume-force)" if cfg.resume_force else ""
+                    say(
+                        f"options changed since the checkpoint{forced}: "
+                        + "; ".join(self._resume_changes)
+                    )
         self.dist.barrier()
+
+    def _fit_prompts(self, model: Any) -> None:
+        """``max_prompt_length``: cut longer prompts from the left, and say how many;
+        then check that the longest prompt plus ``max_new_tokens`` fits the model's
+        positions (a model given as an object, else its ``config.json``), before
+        the weights load."""
+        cfg = self.config
+        limit = max_positions(model.config if model is not None else load_config(cfg.model))
+        longest = 0
+        for what in ("train", "eval"):
+            prompts = getattr(self, f"{what}_prompts")
+            if not prompts:
+                continue
+            fitted, cut, n = truncate_prompts(prompts, self.tokenizer, cfg.max_prompt_length)
+            setattr(self, f"{what}_prompts", fitted)
+            longest = max(longest, n)
+            if cut and self.is_main:
+                say(
+                    f"max_prompt_length {cfg.max_prompt_length}: {cut} of {len(prompts)} {what} "
+                    "prompts were longer and lost their beginning"
+                )
+        if limit is not None and longest + cfg.max_new_tokens > limit:
+            fix = (
+                f"set --max-prompt-length {max(1, limit - cfg.max_new_tokens)} (prompts then "
+                "lose their beginning) or lower --max-new-tokens"
+                if limit > cfg.max_new_tokens
+                else "lower --max-new-tokens"
+            )
+            raise InvalidInputError(
+                f"the longest prompt has {longest} tokens and max_new_tokens is "
+                f"{cfg.max_new_tokens}: {longest + cfg.max_new_tokens} tokens, more than the "
+                f"model's {limit} positions; {fix}"
+            )
 
     # ------------------------------------------------------------------ the step
     def step(self) -> dict[str, Any]:
@@ -868,7 +935,9 @@ class Trainer:
                 )
             inputs = self._estimator_inputs(idx, comp)
             t1 = time.perf_counter()
-            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            scores = self.rewards.score(
+                comp.texts, rows, completion_ids=comp.completion_ids, trainer_state=self.state
+            )
             total = dist.gather(scores.total)
             adv = grpo_fast.compute_advantages(
                 total,
@@ -919,6 +988,19 @@ class Trainer:
         stats["sampling_rounds"] = r + 1
         stats["groups_trained"] = len(batch.prompt_index)
         return batch, stats
+
+    @property
+    def state(self) -> transformers.TrainerState:
+        """Where training is, as TRL's reward functions get it (``trainer_state``): the
+        steps done (``global_step``), the epochs (a fraction: prompts drawn over
+        training rows) and ``max_steps``."""
+        cfg = self.config
+        drawn = self.step_count * cfg.prompts_per_step * self.dist.world
+        return transformers.TrainerState(
+            global_step=self.step_count,
+            epoch=drawn / len(self.train_rows),
+            max_steps=cfg.max_steps,
+        )
 
     def _estimator_inputs(self, idx: np.ndarray, comp: Any) -> dict[str, np.ndarray]:
         """What ``remax`` and ``opo`` need besides the rewards, gathered from every rank:
@@ -1094,6 +1176,8 @@ class Trainer:
             bars = transformers.utils.logging.is_progress_bar_enabled()
             transformers.utils.logging.disable_progress_bar()
             try:
+                if self.is_main:  # the directory is this run's while it trains
+                    lock_output_dir(self.out)
                 if self.metrics is not None:
                     self.metrics.open()
                 yield stop
@@ -1102,6 +1186,8 @@ class Trainer:
                     transformers.utils.logging.enable_progress_bar()
                 if self.metrics is not None:
                     self.metrics.close()
+                if self.is_main:
+                    unlock_output_dir(self.out)
 
     def _train_loop(self, stop: StopRequest) -> list[dict[str, Any]]:
         from tqdm.auto import tqdm
@@ -1109,6 +1195,9 @@ class Trainer:
         cfg = self.config
         history: list[dict[str, Any]] = []
         no_signal = NoSignalWatch()
+        # Plain-text lines where no bar is seen (CI, nohup: stdout is not a terminal).
+        lines = self.is_main and not (cfg.progress and sys.stdout.isatty())
+        start, first = time.perf_counter(), self.step_count
         if self.step_count == 0:
             history.append(self._log({"step": 0, **self.evaluate()}))
         bar = tqdm(
@@ -1132,6 +1221,12 @@ class Trainer:
                 record.update(self.evaluate())
             history.append(self._log(record))
             bar.update(1)
+            every = self.step_count % cfg.logging_steps == 0
+            if lines and (every or last):
+                pace = (time.perf_counter() - start) / (self.step_count - first)
+                print(log_line(record, cfg.max_steps, pace), flush=True)
+            if cfg.log_completions and (every or last) and self.metrics is not None:
+                self.metrics.log_completions(self.step_count, self._completion_rows())
             post = {"reward": f"{record['reward']:.2f}"}
             if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
                 post["eval"] = f"{record['eval_accuracy']:.3f}"
@@ -1154,7 +1249,30 @@ class Trainer:
             path = self.out / "checkpoints" / f"step-{self.step_count:07d}"
         return TrainingInterrupted(self.step_count, signum or signal.SIGINT, path)
 
+    def _completion_rows(self) -> list[dict[str, Any]]:
+        """The last step's samples on this process, as TRL's completions table has them:
+        prompt, completion, each reward's score, the total and the advantage (per-token
+        advantages: their mean over the completion)."""
+        batch = self.last_batch
+        if batch is None:
+            return []
+        G = batch.group_size
+        rows = []
+        for i, text in enumerate(batch.completions.texts):
+            adv = np.asarray(batch.advantages[i], np.float64)
+            rows.append(
+                {
+                    "prompt": self.train_prompts[int(batch.prompt_index[i // G])],
+                    "completion": text,
+                    **{k: _finite(v[i]) for k, v in batch.reward_columns.items()},
+                    "reward": _finite(batch.rewards[i]),
+                    "advantage": float(adv.mean()) if adv.size else 0.0,
+                }
+            )
+        return rows
+
     def _log(self, record: dict[str, Any]) -> dict[str, Any]:
+        self._last_record = record
         if self.metrics is not None:
             self.metrics.write(record)
             if self.config.plot and "eval_accuracy" in record:
@@ -1178,9 +1296,12 @@ class Trainer:
                 "scheduler": self.scheduler.state_dict(),
                 "prompts": self.prompts.state_dict(),
                 "scaler": self.precision.state_dict(),
+                # The step's metrics row: written back if the file loses it (a cut line).
+                "last_record": getattr(self, "_last_record", None),
             },
             dist=self.dist,
             keep=self.config.keep_checkpoints,
+            config=asdict(self.config),
             sharded_state=self.policy.state_dict(self.optimizer) if sharded else None,
         )
         self._saved_step = self.step_count
@@ -1216,6 +1337,7 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.prompts.load_state_dict(state["prompts"])
         self.step_count = int(state["step"])
+        self._resumed_record = state.get("last_record")
         self.sampler.update_weights(self.model)
 
 
