@@ -1018,7 +1018,9 @@ class Trainer:
             best = self.policy.with_full_weights(
                 self.sampler.sample, [self.train_prompts[i] for i in idx], 1, greedy
             )
-        reward = self.rewards.score(best.texts, rows, completion_ids=best.completion_ids).total
+        reward = self.rewards.score(
+            best.texts, rows, completion_ids=best.completion_ids, trainer_state=self.state
+        ).total
         baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
         return {"baselines": self.dist.gather(baselines)}
 
@@ -1142,7 +1144,9 @@ class Trainer:
         first: list[float] = []
         total: list[float] = []
         if comp is not None:
-            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            scores = self.rewards.score(
+                comp.texts, rows, completion_ids=comp.completion_ids, trainer_state=self.state
+            )
             first = scores.columns[self.rewards.names[0]].tolist()
             total = scores.total.tolist()
         return {
