@@ -397,7 +397,7 @@ def test_an_empty_newer_directory_and_leftovers_are_skipped_then_removed(
     (out / "checkpoints" / ".tmp-step-0000004").mkdir()
     (out / "checkpoints" / ".tmp-step-0000004" / "model.safetensors").write_bytes(b"x")
     capsys.readouterr()
-    trainer = Trainer(TrainerConfig(output_dir=str(out), resume="auto", **QUICK))
+    trainer = Trainer(TrainerConfig(output_dir=str(out), resume="auto", **dict(QUICK, max_steps=3)))
     err = capsys.readouterr().err
     assert trainer.step_count == 3
     assert "skipping" in err and "step-0000009: it is empty" in err
@@ -476,6 +476,58 @@ def test_a_full_disk_during_a_checkpoint_says_so_and_keeps_the_older_ones(
     assert f"no space left on device writing {out / 'metrics.jsonl'}; free some space" in err
 
 
+# ---------------------------------------------------------------------- resuming another config
+def test_resume_compares_the_options_with_the_checkpoints(three_checkpoints, tmp_path, capsys):
+    out = _copy(three_checkpoints, tmp_path)
+    saved = dict(QUICK, max_steps=3, save_every=1, keep_checkpoints=3)
+    # An option that changes the training: refused, each difference listed.
+    changed = TrainerConfig(
+        output_dir=str(out), resume="auto", **{**saved, "learning_rate": 1e-4, "seed": 7}
+    )
+    with pytest.raises(InvalidInputError) as refused:
+        Trainer(changed)
+    message = str(refused.value)
+    assert "learning_rate: 3e-05 -> 0.0001" in message and "seed: 0 -> 7" in message
+    assert "--resume-force" in message
+    assert "max_steps" not in message  # the same
+    rc = main(["train", "-o", str(out), "--resume", "auto", *QUICK_FLAGS, "--seed", "7"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "seed: 0 -> 7" in err and "Traceback" not in err
+    # Forced: it resumes, and says what changed.
+    Trainer(TrainerConfig(**{**vars(changed), "resume_force": True}))
+    assert "options changed since the checkpoint (--resume-force): learning_rate" in (
+        capsys.readouterr().err
+    )
+    # More steps, another eval cadence: safe, applied and logged.
+    more = TrainerConfig(
+        output_dir=str(out), resume="auto", **{**saved, "max_steps": 5, "eval_every": 2}
+    )
+    trainer = Trainer(more)
+    err = capsys.readouterr().err
+    assert "eval_every: 0 -> 2" in err and "max_steps: 3 -> 5" in err
+    assert trainer.step_count == 3
+    # A target below the checkpoint's step is an error, not a run that "succeeds".
+    fewer = TrainerConfig(output_dir=str(out), resume="auto", **{**saved, "max_steps": 2})
+    with pytest.raises(InvalidInputError, match="max_steps is 2, below step 3"):
+        Trainer(fewer)
+
+
+def test_a_lost_last_metrics_row_is_written_back_from_its_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    cfg = dict(QUICK, max_steps=2, save_every=1)
+    Trainer(TrainerConfig(output_dir=str(out), **cfg)).train()
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    step2 = json.loads(lines[-1])
+    # The disk filled while step 2's row was written; its checkpoint was written after.
+    (out / "metrics.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:25])
+    capsys.readouterr()
+    Trainer(TrainerConfig(output_dir=str(out), resume="auto", **dict(cfg, max_steps=3))).train()
+    assert "wrote back the row of step 2 from its checkpoint" in capsys.readouterr().err
+    records = read_metrics(out / "metrics.jsonl")
+    assert [r["step"] for r in records] == [0, 1, 2, 3]  # every step once
+    assert records[2] == step2
+
+
 # ---------------------------------------------------------------------- one run per directory
 _HOLD_LOCK = (
     "import sys; from pathlib import Path; from grpo_fast.checkpoint import lock_output_dir; "
@@ -507,6 +559,30 @@ def test_a_second_run_in_a_locked_directory_is_refused_and_a_dead_holder_taken_o
     err = capsys.readouterr().err
     assert f"took over the lock of pid {holder.pid}" in err
     assert _steps(out) == [0, 1]
+
+
+def test_a_second_run_in_the_default_directory_resumes_or_starts_a_new_one(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", *QUICK_FLAGS, "--max-steps", "1"]
+    assert main(argv) == 0
+    assert _steps(tmp_path / "runs" / "demo") == [0, 1]
+    capsys.readouterr()
+    # The same again (make demo twice): a new timestamped run beside the finished one.
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    (fresh,) = (tmp_path / "runs").glob("demo-*")
+    name = fresh.relative_to(tmp_path)
+    assert (
+        f"runs/demo holds a finished run (step 1); this run writes a new directory, {name}" in err
+    )
+    assert re.fullmatch(r"demo-\d{8}-\d{6}", fresh.name) and _steps(fresh) == [0, 1]
+    assert _steps(tmp_path / "runs" / "demo") == [0, 1]  # untouched
+    # More steps asked: the run there is unfinished, so it resumes, and says so.
+    assert main([*argv, "--max-steps", "2"]) == 0
+    assert "holds an unfinished run (step 1 of 2): resuming it" in capsys.readouterr().err
+    assert _steps(tmp_path / "runs" / "demo") == [0, 1, 2]
 
 
 def test_a_failed_start_leaves_nothing_that_blocks_a_retry(tmp_path, capsys, monkeypatch):

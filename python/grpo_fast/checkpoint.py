@@ -54,6 +54,8 @@ __all__ = [
     "is_sharded",
     "load_checkpoint",
     "lock_output_dir",
+    "never_trained",
+    "newest_good_checkpoint",
     "load_sharded_model",
     "prepare_output_dir",
     "remove_leftovers",
@@ -735,6 +737,14 @@ def find_resume(out_dir: Path, resume: str | None, dist: Distributed) -> Path | 
     if error is not None:
         raise error
     return chosen
+
+
+def newest_good_checkpoint(out_dir: Path) -> Path | None:
+    """The newest checkpoint in ``out_dir`` that verifies (None: none), without a word."""
+    for _, path in reversed(_step_dirs(out_dir)):
+        if checkpoint_problem(path) is None:
+            return path
+    return None
 
 
 def _step_of(path: Path) -> int:
