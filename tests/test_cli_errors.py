@@ -158,7 +158,7 @@ def test_a_hub_id_without_a_network_fails_at_once(tmp_path, monkeypatch, capsys)
 
 
 def test_eval_and_export_verify_a_checkpoint_as_resume_does(tmp_path, capsys):
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     out = tmp_path / "run"
     cfg = TrainerConfig(

@@ -19,8 +19,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from grpo_fast.tracking import read_metrics  # noqa: E402
-from grpo_fast.trainer import DATA_DIR, Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.tracking import read_metrics  # noqa: E402
+from grpo_fast.train.trainer import DATA_DIR, Trainer, TrainerConfig  # noqa: E402
 
 TIMING = re.compile(r"^(time_|tokens_per_s)")
 
@@ -113,8 +113,8 @@ def test_one_step_matches_hand_computation(make_config, num_iterations, beta):
 
 
 def test_sampler_logprobs_match_forward(make_config):
-    from grpo_fast.modeling import completion_logprobs, pack
     from grpo_fast.sampling import HFSampler
+    from grpo_fast.train.modeling import completion_logprobs, pack
 
     trainer = Trainer(make_config(seed=1))
     prompts = [r["prompt"] for r in trainer.train_rows[:3]]
@@ -337,7 +337,7 @@ def test_several_rewards_are_scored_and_logged_per_column(make_config):
 def test_exact_reward_is_the_rewards_module_one():
     """The trainer's "exact" is rewards.ExactMatchReward (extraction, case ignored)."""
     from grpo_fast import rewards
-    from grpo_fast.rollout import RunRewards
+    from grpo_fast.train.rollout import RunRewards
 
     texts = ["The answer is Paris.", "paris", "Lyon"]
     got = RunRewards.build(["exact"]).score(texts, [{"answer": "Paris"}] * 3)
@@ -347,8 +347,8 @@ def test_exact_reward_is_the_rewards_module_one():
 
 
 def test_batch_take_and_concat_build_new_read_only_batches():
-    from grpo_fast.rollout import Batch
     from grpo_fast.sampling import Completions
+    from grpo_fast.train.rollout import Batch
 
     def batch(idx, base):
         n = len(idx) * 2
@@ -379,7 +379,7 @@ def test_batch_take_and_concat_build_new_read_only_batches():
 def test_prefix_shared_forward_equals_the_full_one(tiny_lm, architecture):
     """modeling.completion_logprobs: the shared-prompt cache path, the full path and
     one unpadded sequence at a time agree, on three architectures."""
-    from grpo_fast.modeling import completion_logprobs, decoder_of, pack, prefill_groups
+    from grpo_fast.train.modeling import completion_logprobs, decoder_of, pack, prefill_groups
 
     model = tiny_lm(architecture).eval()
     rng = np.random.default_rng(0)

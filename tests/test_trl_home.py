@@ -20,15 +20,15 @@ pytest.importorskip("transformers")
 
 from grpo_fast.cli import main  # noqa: E402
 from grpo_fast.errors import InvalidInputError  # noqa: E402
-from grpo_fast.tracking import read_metrics  # noqa: E402
-from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.tracking import read_metrics  # noqa: E402
+from grpo_fast.train.trainer import Trainer, TrainerConfig  # noqa: E402
 
 QUICK = dict(SMALL_RUN, prompts_per_step=2, num_generations=2, eval_size=4, max_steps=1)
 ROWS = [{"prompt": f"{a}+{b}=", "answer": str(a + b)} for a in (12, 34) for b in (5, 61)]
 
 
 def test_max_prompt_length_cuts_from_the_left_and_the_positions_are_checked(tmp_path, capsys):
-    from grpo_fast.modeling import load_tokenizer
+    from grpo_fast.train.modeling import load_tokenizer
 
     cfg = TrainerConfig(**{**QUICK, "output_dir": str(tmp_path / "run")})
     tok = load_tokenizer(cfg.model)
@@ -91,7 +91,7 @@ def test_reward_functions_get_trainer_state_and_a_raising_one_is_named(tmp_path,
     found = re.search(r"reward function 'picky' raised on sample (\d+) \(completion ", message)
     assert found and message.endswith("ValueError: cannot read the gold"), message
     # The first sample of the group whose gold is "bad" (groups of 2, in the drawn order).
-    from grpo_fast.trainer import build_prompt_order
+    from grpo_fast.train.trainer import build_prompt_order
 
     drawn = build_prompt_order(cfg, len(rows)).draw(2)  # the trainer's first draw, again
     batch_golds = [rows[i]["answer"] for i in drawn]

@@ -2,7 +2,7 @@
 
 ``grpo-fast train`` with no arguments runs GRPO on the embedded tiny model and
 2-digit addition task on the CPU (about a minute). Every
-:class:`~grpo_fast.trainer.TrainerConfig` field is a flag, generated from its
+:class:`~grpo_fast.train.trainer.TrainerConfig` field is a flag, generated from its
 type (``--learning-rate 3e-5``, ``--curriculum`` / ``--no-curriculum``,
 ``--loss-type {grpo,...}``, ``--reward math --reward format:0.5``), and may
 also come from ``--config run.toml`` / ``run.json``; flags override the file.
@@ -137,7 +137,7 @@ class _Repeat(argparse.Action):
 
 def _type_converter(name: str, hint: Any, metadata: Any = None) -> Any:
     def convert(text: str) -> Any:
-        from grpo_fast.trainer import out_of_bounds
+        from grpo_fast.train.trainer import out_of_bounds
 
         try:
             value = parse_text(name, hint, text)
@@ -225,10 +225,10 @@ def config_from_file(path: str, cls: type) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
-    from grpo_fast.data import TASKS
     from grpo_fast.errors import CheckpointError, TrainingInterrupted
-    from grpo_fast.tracking import read_metrics
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.data import TASKS
+    from grpo_fast.train.tracking import read_metrics
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
     skip = ("command", "config", "func", "task")
@@ -292,7 +292,7 @@ def _default_output_dir(cfg: Any) -> Any:
     when the default one already holds a run (``make demo`` a second time): resume it
     when it is unfinished and its options are these, else a new timestamped directory
     beside it; either way, said on stderr."""
-    from grpo_fast.checkpoint import (
+    from grpo_fast.train.checkpoint import (
         check_resume_config,
         never_trained,
         newest_good_checkpoint,
@@ -305,7 +305,7 @@ def _default_output_dir(cfg: Any) -> Any:
     path = newest_good_checkpoint(out)
     step = int(json.loads((path / "manifest.json").read_text())["step"]) if path else None
     if path is not None and step is not None and step < cfg.max_steps:
-        from grpo_fast.trainer import sampler_correction
+        from grpo_fast.train.trainer import sampler_correction
 
         resumed = dataclasses.replace(cfg, resume="auto")
         # Compared as the trainer compares it: with "auto" resolved.
@@ -339,8 +339,8 @@ def _default_output_dir(cfg: Any) -> Any:
 
 def _score(args: argparse.Namespace) -> int:
     import grpo_fast
-    from grpo_fast.data import read_rows
-    from grpo_fast.rollout import RunRewards
+    from grpo_fast.train.data import read_rows
+    from grpo_fast.train.rollout import RunRewards
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
     to_file = args.output not in (None, "-")
@@ -463,8 +463,8 @@ def _answer_key(text: str) -> str:
 
 def _model_default(name: str, model: str) -> Any:
     """A ``TrainerConfig`` field's default for ``model`` (the demo's, or a real run's)."""
-    from grpo_fast.defaults import is_demo_model, resolve
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.defaults import is_demo_model, resolve
+    from grpo_fast.train.trainer import TrainerConfig
 
     field = TrainerConfig.__dataclass_fields__[name]
     return resolve(field.default, demo=is_demo_model(model))
@@ -474,19 +474,19 @@ def _eval(args: argparse.Namespace) -> int:
     import torch
     import transformers
 
-    from grpo_fast.checkpoint import verify_checkpoint
-    from grpo_fast.data import TASKS, read_tasks, render_prompts
-    from grpo_fast.modeling import (
+    from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.steps import check_steps, verified_pick
+    from grpo_fast.train.checkpoint import verify_checkpoint
+    from grpo_fast.train.data import TASKS, read_tasks, render_prompts
+    from grpo_fast.train.modeling import (
         DTYPES,
         MixedPrecision,
         check_model_name,
         load_model,
         load_tokenizer,
     )
-    from grpo_fast.rollout import RunRewards
-    from grpo_fast.sampling import HFSampler, SamplingParams
-    from grpo_fast.steps import check_steps, verified_pick
-    from grpo_fast.trainer import check_device
+    from grpo_fast.train.rollout import RunRewards
+    from grpo_fast.train.trainer import check_device
 
     task_name = getattr(args, "task", None)
     task = TASKS[task_name or "addition"]
@@ -556,8 +556,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from grpo_fast.checkpoint import verify_checkpoint
-    from grpo_fast.modeling import export_model
+    from grpo_fast.train.checkpoint import verify_checkpoint
+    from grpo_fast.train.modeling import export_model
 
     verify_checkpoint(Path(args.checkpoint))
     check_writable_dir(args.out, "OUT")
@@ -599,7 +599,7 @@ def _at_least(low: float, *, number: type = int) -> Any:
 
 
 def _field_default(name: str) -> Any:
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.trainer import TrainerConfig
 
     return TrainerConfig.__dataclass_fields__[name].default
 
@@ -614,9 +614,9 @@ def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     from grpo_fast import __version__
     from grpo_fast.advantages import ESTIMATORS, SCALES
-    from grpo_fast.data import TASKS
-    from grpo_fast.modeling import DTYPES
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.data import TASKS
+    from grpo_fast.train.modeling import DTYPES
+    from grpo_fast.train.trainer import TrainerConfig
 
     parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
     parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")

@@ -260,7 +260,7 @@ def token_char_ends(completion_ids: Sequence[int], tokenizer: Any) -> npt.NDArra
     Examples
     --------
     >>> from transformers import AutoTokenizer
-    >>> from grpo_fast.data import DATA_DIR
+    >>> from grpo_fast.train.data import DATA_DIR
     >>> tok = AutoTokenizer.from_pretrained(DATA_DIR / "tiny_adder")  # one token per character
     >>> token_char_ends(tok("12+34").input_ids + [tok.eos_token_id], tok).tolist()
     [1, 2, 3, 4, 5, 5]
@@ -296,7 +296,7 @@ def token_ends(
     Examples
     --------
     >>> from transformers import AutoTokenizer
-    >>> from grpo_fast.data import DATA_DIR
+    >>> from grpo_fast.train.data import DATA_DIR
     >>> tok = AutoTokenizer.from_pretrained(DATA_DIR / "tiny_chain")  # one token per character
     >>> text = "37+45=82, 82+19=101"
     >>> s = check_steps([text], "regex", pattern=r",\\s*")
@@ -442,7 +442,7 @@ class ProcessReward:
         ``scale`` normalises the step rewards as
         :func:`grpo_fast.compute_process_advantages` does.
 
-        ``dist`` (a :class:`grpo_fast.distributed.Distributed`, torchrun's
+        ``dist`` (a :class:`grpo_fast.train.distributed.Distributed`, torchrun's
         process group) makes the call collective: each rank passes its own
         completions, with group ids that are unique across ranks; the steps of
         every rank are gathered, the advantages computed over the whole step

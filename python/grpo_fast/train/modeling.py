@@ -482,7 +482,10 @@ def export_model(
         raise InvalidInputError(f"output directory {str(out)!r} already exists and is not empty")
     if dtype is not None and dtype not in DTYPES:
         raise InvalidInputError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
-    from grpo_fast.checkpoint import is_sharded, load_sharded_model  # (it imports this module)
+    from grpo_fast.train.checkpoint import (  # (it imports this module)
+        is_sharded,
+        load_sharded_model,
+    )
 
     if is_sharded(ckpt):  # --parallel fsdp: base and adapters inside
         model = load_sharded_model(ckpt)

@@ -2,7 +2,7 @@
 CISPO, SAPO, GMPO, entropy bonus and high-entropy tokens).
 
 :func:`policy_loss` is the objective; the surrogates other than PPO's clip are
-small functions in :mod:`grpo_fast.surrogates`; the rest of the module checks inputs.
+small functions in :mod:`grpo_fast.loss.surrogates`; the rest of the module checks inputs.
 
 torch is imported here, not by ``import grpo_fast``.
 """
@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.mismatch import check_options as _check_sampler_options
-from grpo_fast.mismatch import sampler_weights
-from grpo_fast.surrogates import SURROGATES, cispo, gmpo, high_entropy_mask, sapo
+from grpo_fast.loss.mismatch import check_options as _check_sampler_options
+from grpo_fast.loss.mismatch import sampler_weights
+from grpo_fast.loss.surrogates import SURROGATES, cispo, gmpo, high_entropy_mask, sapo
 
 __all__ = ["LOSS_TYPES", "SURROGATES", "policy_loss"]
 
@@ -111,7 +111,7 @@ def policy_loss(
         its gradient) and ``top_entropy_quantile``.
     sampler_logp : float tensor [B, T], optional
         The sampler's log-probs of the tokens (vLLM's); each token's
-        policy-gradient term is then weighted by :func:`grpo_fast.mismatch.sampler_weights`
+        policy-gradient term is then weighted by :func:`grpo_fast.loss.mismatch.sampler_weights`
         of ``rho = exp(old_logp - sampler_logp)``: ``sampler_correction="tis"``
         ``min(rho, C)``, ``"mis"`` ``rho`` inside ``[1/C, C]`` and 0 outside,
         ``"none"`` 1 (only measured), with ``C = sampler_threshold``, per token
@@ -121,7 +121,7 @@ def policy_loss(
         Constant weights of each token's policy-gradient term, computed by the
         caller (verl's ``rollout_is_weights``).
     surrogate : "ppo", "cispo", "sapo" or "gmpo"
-        The per-token objective (:mod:`grpo_fast.surrogates`): "ppo", the
+        The per-token objective (:mod:`grpo_fast.loss.surrogates`): "ppo", the
         clipped ratio above; "cispo" (MiniMax-M1), ``-sg(clip(r, 1 - eps_low,
         1 + eps_high)) * A * logp``, a clipped, detached importance weight, the
         gradient through every token's ``logp`` (``eps_low >= 1``: no lower
@@ -160,7 +160,7 @@ def policy_loss(
         ``top_entropy_frac``: the share of tokens ``top_entropy_quantile`` kept.
         With ``sampler_logp``: ``mismatch_kl``, ``mismatch_ratio_min`` /
         ``_mean`` / ``_max``, ``mismatch_masked_frac``, ``mismatch_truncated_frac``
-        (see :func:`~grpo_fast.mismatch.sampler_weights`).
+        (see :func:`~grpo_fast.loss.mismatch.sampler_weights`).
 
     Examples
     --------

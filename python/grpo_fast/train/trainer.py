@@ -7,7 +7,7 @@ One step, as in the data flow of ``docs/design.md``::
       -> optimizer step -> curriculum update
 
 :meth:`Trainer.step` is that sequence, top to bottom: :meth:`Trainer.rollout`
-(sample, score, advantages, an immutable :class:`~grpo_fast.rollout.Batch`)
+(sample, score, advantages, an immutable :class:`~grpo_fast.train.rollout.Batch`)
 then :meth:`Trainer.update` (log-probs, :func:`~grpo_fast.loss.policy_loss`,
 optimizer). The parts come from small builders (:func:`build_optimizer`,
 :func:`build_scheduler`, :func:`build_sampler`, ...); the rest is
@@ -35,7 +35,13 @@ import transformers
 
 import grpo_fast
 from grpo_fast.advantages import ESTIMATORS, SCALES
-from grpo_fast.checkpoint import (
+from grpo_fast.errors import InvalidInputError, TrainingInterrupted
+from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, SURROGATES, policy_loss
+from grpo_fast.loss.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
+from grpo_fast.names import STEP_SPLITS
+from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler, truncated
+from grpo_fast.steps import ProcessReward, check_steps
+from grpo_fast.train.checkpoint import (
     check_resume_config,
     find_resume,
     is_sharded,
@@ -46,15 +52,18 @@ from grpo_fast.checkpoint import (
     save_checkpoint,
     unlock_output_dir,
 )
-from grpo_fast.curriculum import Curriculum, UniformPrompts
-from grpo_fast.data import DATA_DIR, check_tasks, read_tasks, render_prompts, truncate_prompts
-from grpo_fast.defaults import by_model, is_demo_model, resolve
-from grpo_fast.distributed import PARALLEL, Distributed, wrap_distributed
-from grpo_fast.errors import InvalidInputError, TrainingInterrupted
-from grpo_fast.interrupt import StopRequest
-from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, SURROGATES, policy_loss
-from grpo_fast.mismatch import CORRECTIONS, LEVELS, pad_sampler_logprobs
-from grpo_fast.modeling import (
+from grpo_fast.train.curriculum import Curriculum, UniformPrompts
+from grpo_fast.train.data import (
+    DATA_DIR,
+    check_tasks,
+    read_tasks,
+    render_prompts,
+    truncate_prompts,
+)
+from grpo_fast.train.defaults import by_model, is_demo_model, resolve
+from grpo_fast.train.distributed import PARALLEL, Distributed, wrap_distributed
+from grpo_fast.train.interrupt import StopRequest
+from grpo_fast.train.modeling import (
     DTYPES,
     LoraOptions,
     MixedPrecision,
@@ -68,11 +77,8 @@ from grpo_fast.modeling import (
     prepare_model,
     reference_model,
 )
-from grpo_fast.names import STEP_SPLITS
-from grpo_fast.rollout import Batch, RewardLike, RunRewards
-from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler, truncated
-from grpo_fast.steps import ProcessReward, check_steps
-from grpo_fast.tracking import (
+from grpo_fast.train.rollout import Batch, RewardLike, RunRewards
+from grpo_fast.train.tracking import (
     NoSignalWatch,
     Tracker,
     current_name,
@@ -127,7 +133,7 @@ class TrainerConfig:
     The defaults train the embedded tiny model on 2-digit addition on the CPU.
     A default written ``by_model(run, demo=...)`` depends on the model: the
     demo's value for the embedded model, the real run's for any other
-    (:mod:`grpo_fast.defaults`); a value given explicitly always stands.
+    (:mod:`grpo_fast.train.defaults`); a value given explicitly always stands.
     Choices are ``Literal`` types: the command line, config files and
     :meth:`validate` read them from here.
     """
@@ -420,7 +426,7 @@ class TrainerConfig:
     )
 
     def __post_init__(self) -> None:
-        # Defaults that depend on the model (grpo_fast.defaults): the demo's or a real run's.
+        # Defaults that depend on the model (grpo_fast.train.defaults): the demo's or a real run's.
         demo = is_demo_model(self.model)
         for f in fields(self):
             setattr(self, f.name, resolve(getattr(self, f.name), demo=demo))
@@ -697,7 +703,7 @@ class Trainer:
     model, tokenizer : optional
         Already-loaded transformers objects (default: loaded from ``config.model``);
         a given model is set up as a loaded one is (dtype, checkpointing, LoRA:
-        :func:`~grpo_fast.modeling.prepare_model`).
+        :func:`~grpo_fast.train.modeling.prepare_model`).
     sampler : Sampler, optional
         Default: :func:`build_sampler`.
     train_rows, eval_rows : list of dict, optional
@@ -707,7 +713,7 @@ class Trainer:
         What to reward (default: ``config.reward``): reward specs,
         ``rewards.combine(...)``, TRL-style functions ``f(completions,
         **columns)`` (or ``(f, weight)``), names, or a list of them; see
-        :class:`~grpo_fast.rollout.RunRewards`. Each is logged as
+        :class:`~grpo_fast.train.rollout.RunRewards`. Each is logged as
         ``rewards/<name>/mean`` and ``rewards/<name>/std``, as TRL logs them.
 
     Examples
@@ -1280,14 +1286,14 @@ class Trainer:
         if self.metrics is not None:
             self.metrics.write(record)
             if self.config.plot and "eval_accuracy" in record:
-                from grpo_fast.plot import plot_curves
+                from grpo_fast.train.plot import plot_curves
 
                 plot_curves(read_metrics(self.metrics.path), self.out / "curves.png")
         return record
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:
-        """Write ``checkpoints/step-N`` (:func:`grpo_fast.checkpoint.save_checkpoint`;
+        """Write ``checkpoints/step-N`` (:func:`grpo_fast.train.checkpoint.save_checkpoint`;
         ``--parallel fsdp``: model and optimizer through ``torch.distributed.checkpoint``)."""
         sharded = self.config.parallel == "fsdp"
         path = save_checkpoint(

@@ -17,7 +17,7 @@ gradients are torch's own engines' business (:func:`wrap_distributed`,
 
 Both engines act through a module's ``forward``, but the loss forward calls
 the decoder and reads the output head's weight itself
-(:func:`~grpo_fast.modeling.completion_logprobs`), so the module they wrap is
+(:func:`~grpo_fast.train.modeling.completion_logprobs`), so the module they wrap is
 :class:`LogProbs`, whose forward is that whole computation.
 
 Generation under FSDP2 (:meth:`Parallel.with_full_weights`): the sampler runs
@@ -42,7 +42,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from grpo_fast.modeling import AdaptersDisabled, Packed, completion_logprobs, is_peft_model
+from grpo_fast.train.modeling import AdaptersDisabled, Packed, completion_logprobs, is_peft_model
 
 __all__ = [
     "PARALLEL",
@@ -124,7 +124,7 @@ def init_process_group(device_type: str, local_rank: int) -> None:
 
 
 class LogProbs(torch.nn.Module):
-    """:func:`~grpo_fast.modeling.completion_logprobs` of ``model`` as a module's forward:
+    """:func:`~grpo_fast.train.modeling.completion_logprobs` of ``model`` as a module's forward:
     the module DDP and FSDP2 wrap, so that their hooks see the whole loss forward."""
 
     def __init__(self, model: Any) -> None:
@@ -152,7 +152,7 @@ class Parallel:
     returns).
 
     ``parallel(packed, **options)`` gives the log-probs and entropies of
-    :func:`~grpo_fast.modeling.completion_logprobs` through the engine.
+    :func:`~grpo_fast.train.modeling.completion_logprobs` through the engine.
 
     Attributes
     ----------
@@ -191,7 +191,7 @@ class Parallel:
 
     def reference(self, ref: Any) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
         """The log-probs of the reference policy ``ref``
-        (:func:`~grpo_fast.modeling.reference_model`): this model with its adapters
+        (:func:`~grpo_fast.train.modeling.reference_model`): this model with its adapters
         off, or a frozen copy, sharded like this one."""
         if isinstance(ref, AdaptersDisabled):
             return functools.partial(self, adapters=False)

@@ -170,7 +170,7 @@ def pad_sampler_logprobs(
     device: torch.device | str = "cpu",
 ) -> torch.Tensor | None:
     """The sampler's per-completion log-probs as a right-padded float32 tensor ``[N, width]``
-    (0 past each completion), aligned with :func:`grpo_fast.modeling.pack`'s completions.
+    (0 past each completion), aligned with :func:`grpo_fast.train.modeling.pack`'s completions.
 
     None when the sampler reported none. A row whose length differs from its
     completion's, or with a value that is not finite, raises

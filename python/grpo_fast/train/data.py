@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: The embedded demo: a tiny model (``tiny_adder``) and 2-digit addition prompts.
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 #: The embedded tasks, as trainer options (``grpo-fast train --task NAME``; flags and a
 #: config file override them): ``addition`` (the default: 2-digit sums, the answer

@@ -3,7 +3,7 @@
 The embedded demo (a 0.8M-parameter adder that answers in 4 tokens) learns in
 a minute on a CPU with a high learning rate, 4 new tokens, fp32 and a 500-sum
 evaluation. None of that suits a real model, so a :class:`TrainerConfig
-<grpo_fast.trainer.TrainerConfig>` field whose default differs declares both
+<grpo_fast.train.trainer.TrainerConfig>` field whose default differs declares both
 with :func:`by_model`, and ``TrainerConfig.__post_init__`` picks one: the
 demo's when ``model`` is the embedded demo, the real run's otherwise (TRL's
 ``GRPOConfig`` is the reference: learning rate 1e-6, 256 new tokens, bf16,
@@ -26,7 +26,7 @@ from typing import Any
 __all__ = ["DEMO_MODEL", "DEMO_MODELS", "ByModel", "by_model", "is_demo_model", "resolve"]
 
 #: The embedded demo model (``python/grpo_fast/data/tiny_adder``).
-DEMO_MODEL = Path(__file__).resolve().parent / "data" / "tiny_adder"
+DEMO_MODEL = Path(__file__).resolve().parent.parent / "data" / "tiny_adder"
 #: Every embedded model that takes the demo's defaults: the adder and the chain-of-sums
 #: model of ``--task chain`` (``tiny_chain``, as small and trained the same way).
 DEMO_MODELS = (DEMO_MODEL, DEMO_MODEL.parent / "tiny_chain")

@@ -43,10 +43,10 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 
-from grpo_fast.distributed import Distributed, LogProbs
 from grpo_fast.errors import CheckpointError, InvalidInputError
-from grpo_fast.modeling import is_peft_model, load_weights
-from grpo_fast.tracking import WANDB_ID_FILE, read_metrics, say
+from grpo_fast.train.distributed import Distributed, LogProbs
+from grpo_fast.train.modeling import is_peft_model, load_weights
+from grpo_fast.train.tracking import WANDB_ID_FILE, read_metrics, say
 
 __all__ = [
     "checkpoint_problem",
@@ -508,7 +508,7 @@ def save_checkpoint(
     """Write ``out_dir/checkpoints/step-N`` and keep the ``keep`` newest checkpoints.
 
     ``sharded_state``: the model's and optimizer's state of a sharded run
-    (:meth:`grpo_fast.distributed.Parallel.state_dict`), written by every rank
+    (:meth:`grpo_fast.train.distributed.Parallel.state_dict`), written by every rank
     through ``torch.distributed.checkpoint`` instead of ``model.save_pretrained``.
 
     Raises :class:`~grpo_fast.errors.CheckpointError` when the files cannot be
@@ -794,7 +794,7 @@ def load_checkpoint(
     ``optimizer``, ``scheduler``, ``prompts``) for the caller to apply.
 
     A sharded checkpoint fills the state dict that ``sharded_state()`` returns
-    (:meth:`grpo_fast.distributed.Parallel.state_dict`: model and optimizer)
+    (:meth:`grpo_fast.train.distributed.Parallel.state_dict`: model and optimizer)
     through ``torch.distributed.checkpoint``, resharded for this run's ranks;
     it is returned as ``state["sharded"]`` for the caller to apply. Written by
     another number of processes, the ranks' random streams are not restored.

@@ -6,7 +6,7 @@ while :class:`StopRequest` is active the first signal only asks the loop to
 stop after the current step (which then writes a checkpoint); a second one
 stops at once, by raising where the program is, as Ctrl-C normally does. A
 checkpoint cut short that way is never renamed into place
-(:func:`grpo_fast.checkpoint.save_checkpoint`).
+(:func:`grpo_fast.train.checkpoint.save_checkpoint`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from grpo_fast.errors import TrainingInterrupted
-from grpo_fast.tracking import say
+from grpo_fast.train.tracking import say
 
 __all__ = ["StopRequest"]
 

@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from grpo_fast.tracking import current_name
+from grpo_fast.train.tracking import current_name
 
 __all__ = ["plot_curves", "smooth"]
 
 #: Panels with at least this many points get a smoothed line.
 MIN_POINTS_TO_SMOOTH = 10
 
-#: The metrics drawn (TRL's names, as :func:`grpo_fast.tracking.read_metrics` gives them,
+#: The metrics drawn (TRL's names, as :func:`grpo_fast.train.tracking.read_metrics` gives them,
 #: an older file's too) and each panel's title.
 PANELS = (
     ("reward", "train reward (mean)"),

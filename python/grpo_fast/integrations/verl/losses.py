@@ -29,7 +29,7 @@ verl's gradient is 0, ours the tiny true one), and verl's GSPO bounds the
 sequence log-ratio at 10, ours at 20.
 
 Registration: :func:`register_verl_policy_losses`, called by
-``grpo_fast.integrations.verl`` when it is imported (in every verl process,
+:mod:`grpo_fast.integrations.verl.plugin` when it is imported (in every verl process,
 through the package's ``verl.plugins`` entry point).
 """
 
