@@ -184,3 +184,46 @@ def test_eval_and_export_verify_a_checkpoint_as_resume_does(tmp_path, capsys):
     # A model directory of one's own has no manifest, and is not checked.
     assert main(["export", str(DATA_DIR / "tiny_adder"), str(tmp_path / "copy")]) == 0
     assert json.loads((tmp_path / "copy" / "config.json").read_text())["model_type"] == "qwen2"
+
+
+# ---------------------------------------------------------------------- rewards by name
+def test_a_reward_module_in_the_current_directory_imports_as_python_m_would(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    (tmp_path / "grpo_fast_test_cwd_rewards.py").write_text(
+        "def short(completions, **kwargs):\n"
+        "    return [1.0 if len(c) < 3 else 0.0 for c in completions]\n"
+    )
+    inp = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    want = [1.0 if len(r["completion"]) < 3 else 0.0 for r in ROWS]
+    for spec, weight in (
+        ("grpo_fast_test_cwd_rewards:short", 1.0),
+        ("grpo_fast_test_cwd_rewards:short:0.5", 0.5),
+    ):
+        assert main(["score", str(inp), "--reward", spec]) == 0, capsys.readouterr().err
+        got = [json.loads(line)["reward"] for line in capsys.readouterr().out.splitlines()]
+        assert got == [weight * w for w in want]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["math:1:2:3", "format:0.5:^\\d+$", "x" * 300, "math:abc", "choice:1:letters"],
+)
+def test_a_malformed_reward_spec_is_one_line_without_python_internals(tmp_path, capsys, spec):
+    inp = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    assert main(["score", str(inp), "--reward", spec]) == 2
+    line = _one_error(capsys.readouterr().err, "score")
+    assert len(line) < 400
+    for leak in ("__init__", "positional argument", "keyword argument", "<lambda>", "x" * 80):
+        assert leak not in line
+
+
+def test_a_reward_table_with_an_unknown_option_names_the_options_it_takes(tmp_path, capsys):
+    config = tmp_path / "run.toml"
+    config.write_text('reward = [{name = "math", tolerance = 0.1}]\n')
+    assert main(["train", "--config", str(config), "-o", str(tmp_path / "o")]) == 2
+    line = _one_error(capsys.readouterr().err, "train")
+    assert "reward 'math': unknown option(s) ['tolerance']; it takes [" in line
+    assert "'rel_tol'" in line and "__init__" not in line

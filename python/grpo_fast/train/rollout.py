@@ -30,7 +30,11 @@ Examples
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
+import os
+import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,11 +82,56 @@ def _weight(text: str, where: str) -> float:
 
 
 def _import(path: str) -> Any:
-    module, _, attr = path.rpartition(".")
+    """``pkg.module.attr`` or ``pkg.module:attr``, importable from the current directory
+    too (as ``python -m`` makes it: a ``myrewards.py`` beside the command works)."""
+    module, sep, attr = path.partition(":")
+    if not sep:
+        module, _, attr = path.rpartition(".")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:
         raise InvalidInputError(f"reward {path!r} cannot be imported: {e}") from None
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]*$")
+
+
+def _split_spec(spec: str) -> tuple[str, str | None]:
+    """``NAME[:WEIGHT]`` or ``MODULE:FUNCTION[:WEIGHT]`` as (name, weight text or None);
+    anything else is an error that shows the forms (and only the start of a long spec)."""
+    parts = spec.split(":")
+    shown = spec if len(spec) <= 60 else spec[:57] + "..."
+    forms = (
+        f"reward {shown!r}: expected NAME[:WEIGHT] (NAME one of {list(REWARD_NAMES)} or a "
+        "dotted import path) or MODULE:FUNCTION[:WEIGHT]; a built-in reward's options go in "
+        "a config file table ({name = ..., weight = ...})"
+    )
+    if len(parts) == 1:
+        return parts[0], None
+    if len(parts) == 2:
+        if _IDENTIFIER.match(parts[1].strip()) and parts[0].strip() not in REWARD_NAMES:
+            return f"{parts[0].strip()}:{parts[1].strip()}", None  # module:function
+        return parts[0], parts[1]
+    if len(parts) == 3 and all(_IDENTIFIER.match(p.strip()) for p in parts[:2]):
+        if parts[0].strip() not in REWARD_NAMES:
+            return f"{parts[0].strip()}:{parts[1].strip()}", parts[2]
+    raise InvalidInputError(forms)
+
+
+def _options_error(where: str, factory: Any, options: Mapping[str, Any]) -> InvalidInputError:
+    """A reward's unknown options, named with the ones it takes (not Python's signature)."""
+    try:
+        known = [
+            p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kw")
+        ]
+    except (TypeError, ValueError):
+        known = []
+    unknown = sorted(set(options) - set(known)) if known else sorted(options)
+    return InvalidInputError(
+        f"reward {where!r}: unknown option(s) {unknown}" + (f"; it takes {known}" if known else "")
+    )
 
 
 def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = None) -> RewardLike:
@@ -110,9 +159,9 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
             raise InvalidInputError(f"a reward table needs a 'name' (one of {list(REWARD_NAMES)})")
         where = name
     elif isinstance(spec, str):
-        name, sep, weight = spec.partition(":")
-        options = {"weight": _weight(weight, spec)} if sep else {}
-        where = spec
+        name, weight = _split_spec(spec)
+        options = {"weight": _weight(weight, spec)} if weight is not None else {}
+        where = spec if len(spec) <= 60 else spec[:57] + "..."
     else:
         raise InvalidInputError(
             f"a reward name must be a str or a table, not {type(spec).__name__}"
@@ -124,9 +173,9 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
             options.setdefault("cache_length", max(1, max_new_tokens // 5))
         try:
             return REWARD_NAMES[name](**options)
-        except TypeError as e:
-            raise InvalidInputError(f"reward {where!r}: {e}") from None
-    if "." in name:
+        except TypeError:
+            raise _options_error(where, REWARD_NAMES[name], options) from None
+    if "." in name or ":" in name:
         obj = _import(name)
         w = options.pop("weight", None)
         if options:
@@ -139,7 +188,8 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
             return dataclasses.replace(obj, weight=w)
         return (obj, w)
     raise InvalidInputError(
-        f"unknown reward {name!r}; expected one of {list(REWARD_NAMES)} or a dotted import path"
+        f"unknown reward {where!r}; expected one of {list(REWARD_NAMES)}, a dotted import "
+        "path or MODULE:FUNCTION"
     )
 
 
