@@ -763,7 +763,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 0
         command = f"grpo-fast {args.command}"
-        status = int(args.func(args))
+        from grpo_fast.train.tracking import quiet_libraries
+
+        with quiet_libraries():
+            status = int(args.func(args))
         sys.stdout.flush()  # a closed pipe is found here, not at exit
         return status
     except InvalidInputError as e:

@@ -23,12 +23,15 @@ the JSONL's metric names at the same steps.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import logging
 import math
 import os
 import sys
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ __all__ = [
     "NoSignalWatch",
     "Tracker",
     "parse_report_to",
+    "quiet_libraries",
     "current_name",
     "log_line",
     "read_metrics",
@@ -458,6 +462,61 @@ def log_line(record: dict[str, Any], max_steps: int, seconds_per_step: float | N
 
 
 # ---------------------------------------------------------------------- warnings
+#: The libraries whose log messages :func:`quiet_libraries` lets through once each.
+NOISY_LOGGERS = ("transformers", "datasets", "peft", "huggingface_hub", "accelerate")
+
+
+class _Once(logging.Filter):
+    """Lets each distinct (logger, level, message) through once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, int, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Within the block, what libraries print that a user cannot act on comes once:
+    each distinct log message of :data:`NOISY_LOGGERS` once, each Python warning
+    once (its first occurrence); and where stderr is not a terminal (a log file,
+    CI), no per-file loading bars of transformers. All undone afterwards."""
+    # One filter per handler (a record passes each handler once) and per logger (the
+    # records logged on the library's logger itself).
+    filters: list[tuple[Any, _Once]] = []
+    for name in NOISY_LOGGERS:
+        logger = logging.getLogger(name)
+        for target in [*logger.handlers, logger]:
+            once = _Once()
+            target.addFilter(once)
+            filters.append((target, once))
+    bars = None
+    if not sys.stderr.isatty():
+        with contextlib.suppress(ImportError):
+            from transformers.utils import logging as hf_logging
+
+            bars = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            # Other packages' warnings (grpo-fast's own keep their filters).
+            warnings.filterwarnings("once", module=r"(?!grpo_fast)")
+            yield
+    finally:
+        for target, once in filters:
+            target.removeFilter(once)
+        if bars:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.enable_progress_bar()
+
+
 class NoSignalWatch:
     """Says once when ``steps`` steps in a row trained on no signal (every advantage
     0: within each group all rewards were equal): the reward or the answers are

@@ -958,6 +958,7 @@ class Trainer:
             if r == 0:  # what the current policy does on fresh prompts
                 # TRL's names and statistics (its std is Bessel-corrected).
                 stats.update(reward=_nanmean(total), reward_std=_nanstd(total))
+                self._say_unscored(total, scores.columns)
                 for k, v in scores.columns.items():
                     column = dist.gather(v)
                     stats[f"rewards/{k}/mean"] = _nanmean(column)
@@ -994,6 +995,20 @@ class Trainer:
         stats["sampling_rounds"] = r + 1
         stats["groups_trained"] = len(batch.prompt_index)
         return batch, stats
+
+    def _say_unscored(self, total: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+        """Once a run: completions that no reward could score (a NaN total), by reward;
+        they get advantage 0 instead of a score."""
+        unscored = int(np.isnan(total).sum())
+        if not unscored or getattr(self, "_said_unscored", False) or not self.is_main:
+            return
+        self._said_unscored = True
+        which = ", ".join(f"{k}: {int(np.isnan(v).sum())}" for k, v in columns.items())
+        say(
+            f"step {self.step_count + 1}: {unscored} of {len(total)} completions got no reward "
+            f"(NaN; this process's counts by reward: {which}): each reward returned None or "
+            "could not read the gold; they train with advantage 0 (said once)"
+        )
 
     @property
     def state(self) -> transformers.TrainerState:
@@ -1207,9 +1222,9 @@ class Trainer:
         no_signal = NoSignalWatch()
         # Plain-text lines where no bar is seen (CI, nohup: stdout is not a terminal).
         lines = self.is_main and not (cfg.progress and sys.stdout.isatty())
-        start, first = time.perf_counter(), self.step_count
         if self.step_count == 0:
             history.append(self._log({"step": 0, **self.evaluate()}))
+        start, first = time.perf_counter(), self.step_count
         bar = tqdm(
             total=cfg.max_steps,
             initial=self.step_count,
@@ -1237,7 +1252,8 @@ class Trainer:
                 print(log_line(record, cfg.max_steps, pace), flush=True)
             if cfg.log_completions and (every or last) and self.metrics is not None:
                 self.metrics.log_completions(self.step_count, self._completion_rows())
-            post = {"reward": f"{record['reward']:.2f}"}
+            reward = record["reward"]
+            post = {"reward": f"{reward:.2f}" if np.isfinite(reward) else "n/a"}
             if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
                 post["eval"] = f"{record['eval_accuracy']:.3f}"
             bar.set_postfix(post)
