@@ -765,7 +765,7 @@ def main(argv: list[str] | None = None) -> int:
         command = f"grpo-fast {args.command}"
         from grpo_fast.train.tracking import quiet_libraries
 
-        with quiet_libraries():
+        with quiet_libraries(transformers=args.command in ("train", "eval", "export")):
             status = int(args.func(args))
         sys.stdout.flush()  # a closed pipe is found here, not at exit
         return status

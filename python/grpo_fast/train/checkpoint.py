@@ -229,14 +229,6 @@ def _release_all() -> None:
         unlock_output_dir(key)
 
 
-def check_output_lock(out_dir: Path) -> None:
-    """Raise if another live run holds ``out_dir``'s lock (without taking it)."""
-    if out_dir.resolve() in _HELD or not (out_dir / LOCK_FILE).is_file():
-        return
-    lock_output_dir(out_dir)  # refused when held; else taken ...
-    unlock_output_dir(out_dir)  # ... and given back at once
-
-
 # ---------------------------------------------------------------------- the output directory
 def _is_run_config(path: Path) -> bool:
     try:

@@ -482,11 +482,19 @@ class _Once(logging.Filter):
 
 
 @contextlib.contextmanager
-def quiet_libraries() -> Iterator[None]:
+def quiet_libraries(*, transformers: bool = False) -> Iterator[None]:
     """Within the block, what libraries print that a user cannot act on comes once:
-    each distinct log message of :data:`NOISY_LOGGERS` once, each Python warning
-    once (its first occurrence); and where stderr is not a terminal (a log file,
-    CI), no per-file loading bars of transformers. All undone afterwards."""
+    each distinct log message of :data:`NOISY_LOGGERS` once, each other package's
+    Python warning once (its first occurrence); and where stderr is not a terminal
+    (a log file, CI), no loading bars. All undone afterwards.
+
+    ``transformers``: the block will use transformers, so its logging is set up
+    here (its handler then gets the filter); without it nothing is imported.
+    """
+    if transformers:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.get_logger("transformers")  # adds transformers' own handler now
     # One filter per handler (a record passes each handler once) and per logger (the
     # records logged on the library's logger itself).
     filters: list[tuple[Any, _Once]] = []
@@ -497,8 +505,10 @@ def quiet_libraries() -> Iterator[None]:
             target.addFilter(once)
             filters.append((target, once))
     bars = None
+    hub_bars = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
     if not sys.stderr.isatty():
-        with contextlib.suppress(ImportError):
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read by what imports later
+        if "transformers" in sys.modules:
             from transformers.utils import logging as hf_logging
 
             bars = hf_logging.is_progress_bar_enabled()
@@ -511,6 +521,10 @@ def quiet_libraries() -> Iterator[None]:
     finally:
         for target, once in filters:
             target.removeFilter(once)
+        if hub_bars is None:
+            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+        else:
+            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = hub_bars
         if bars:
             from transformers.utils import logging as hf_logging
 
