@@ -501,25 +501,10 @@ class TrainerConfig:
         )
         need(self.temperature > 0, f"temperature must be > 0 for training: {self.temperature}")
         need(
-            self.num_train_epochs is None or self.num_train_epochs > 0,
-            f"num_train_epochs must be > 0, got {self.num_train_epochs}",
-        )
-        need(
-            self.max_prompt_length is None or self.max_prompt_length >= 1,
-            f"max_prompt_length must be >= 1, got {self.max_prompt_length}",
-        )
-        need(self.logging_steps >= 1, f"logging_steps must be >= 1, got {self.logging_steps}")
-        need(self.warmup_steps >= 0, f"warmup_steps must be >= 0, got {self.warmup_steps}")
-        need(self.max_grad_norm >= 0, f"max_grad_norm must be >= 0 (0: off): {self.max_grad_norm}")
-        need(self.weight_decay >= 0, f"weight_decay must be >= 0, got {self.weight_decay}")
-        need(
             0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1,
             f"adam_beta1 and adam_beta2 must be in [0, 1), got {self.adam_beta1}, "
             f"{self.adam_beta2}",
         )
-        need(self.top_p > 0 and self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p}")
-        need(self.top_k >= 0, f"top_k must be >= 0 (0: off), got {self.top_k}")
-        need(self.keep_checkpoints >= 1, f"keep_checkpoints must be >= 1: {self.keep_checkpoints}")
         for name in ("eval_every", "save_every", "max_refill_rounds", "torch_threads"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.eval_size >= 0, f"eval_size must be >= 0 (0 = all), got {self.eval_size}")
