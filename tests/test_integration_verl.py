@@ -806,14 +806,16 @@ def test_reward_loop_worker_with_grpo_fast_manager_matches_naive(tmp_path):
 def test_grpo_fast_manager_scores_each_batch_in_one_call(tmp_path, monkeypatch):
     tokenizer = _byte_tokenizer()
     tokenizer.save_pretrained(tmp_path)
+    from grpo_fast.integrations.verl import reward_manager
+
     calls = []
-    real = gf.score_items
+    real = reward_manager.score_items
 
     def counting(*args, **kwargs):
         calls.append(len(args[1]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gf, "score_items", counting)
+    monkeypatch.setattr(reward_manager, "score_items", counting)
     items = CONVENTION_CASES * 5
     _worker_scores(_ppo_config(tmp_path, manager="grpo_fast"), _reward_batch(tokenizer, items))
     assert calls == [len(items)]
