@@ -71,7 +71,8 @@ MANIFEST = "manifest.json"
 #: The run's options, as the checkpoint was written with them (compared on resume).
 CONFIG = "trainer_config.json"
 #: Options a resumed run may change: how long it trains, what it evaluates, logs and
-#: keeps, where and on what it runs; none changes what was learned so far. Any other
+#: keeps, where and on what it runs (device, DDP or FSDP: checkpoints reshard); none
+#: changes what was learned so far. Any other
 #: difference is refused without ``resume_force``.
 RESUME_SAFE = frozenset(
     {
@@ -92,6 +93,7 @@ RESUME_SAFE = frozenset(
         "resume_force",
         "output_dir",
         "device",
+        "parallel",
         "torch_threads",
     }
 )
