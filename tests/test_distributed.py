@@ -547,7 +547,8 @@ def _fsdp_alone(rank: int, port: int, out: str, device: str) -> None:
 
     from grpo_fast.sampling import HFSampler
     from grpo_fast.train.distributed import _wrap, init_process_group
-    from grpo_fast.train.modeling import completion_logprobs, load_tokenizer, pack
+    from grpo_fast.train.forward import completion_logprobs, pack
+    from grpo_fast.train.modeling import load_tokenizer
 
     os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     init_process_group(device, local_rank=0)  # the trainer's: on CUDA, nccl and gloo

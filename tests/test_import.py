@@ -57,15 +57,19 @@ def test_the_module_paths_from_before_the_subpackages_still_import():
 
 
 def test_trainer_loads_on_first_access():
+    """``grpo_fast.TrainerConfig`` is the config module's (no torch); ``grpo_fast.Trainer``
+    loads the trainer, torch with it."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     code = (
         "import sys, grpo_fast\n"
-        "before = 'torch' in sys.modules\n"
         "cls = grpo_fast.TrainerConfig\n"
-        "print(before, 'torch' in sys.modules, cls.__module__, 'Trainer' in dir(grpo_fast))"
+        "config = 'torch' in sys.modules\n"
+        "trainer = grpo_fast.Trainer\n"
+        "print(config, 'torch' in sys.modules, cls.__module__, trainer.__module__,\n"
+        "      'Trainer' in dir(grpo_fast))"
     )
-    assert _run(code) == "False True grpo_fast.train.trainer True"
+    assert _run(code) == "False True grpo_fast.train.config grpo_fast.train.trainer True"
 
 
 def test_unknown_attribute_and_no_future_leak():

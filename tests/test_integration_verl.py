@@ -644,7 +644,7 @@ def test_pyproject_plugin_entry_point_registers_in_a_fresh_verl_process(tmp_path
     """The ``verl.plugins`` table of pyproject.toml, as an install writes it
     (``*.dist-info/entry_points.txt``), in a process that only imports verl."""
     plugins = _pyproject_plugins()
-    assert plugins == {"grpo_fast": "grpo_fast.integrations.verl"}
+    assert plugins == {"grpo_fast": "grpo_fast.integrations.verl.plugin"}
     dist = tmp_path / "site" / "grpo_fast_plugin_probe-0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text(

@@ -444,7 +444,7 @@ def test_a_correction_without_sampler_log_probs_is_refused(make_config):
 def test_bad_sampler_options_are_refused(make_config):
     from grpo_fast.train.trainer import TrainerConfig
 
-    with pytest.raises(InvalidInputError, match="sampler_threshold must be > 1"):
+    with pytest.raises(InvalidInputError, match="sampler_threshold must be a number > 1"):
         make_config(sampler_threshold=1.0).validate()
     with pytest.raises(InvalidInputError, match="sampler_correction must be one of"):
         make_config(sampler_correction="icepop").validate()

@@ -160,11 +160,10 @@ def test_sampling_with_the_shared_prompt_cache_equals_one_prompt_at_a_time(
 def test_lora_forward_and_reference_without_a_copy(tiny_lm, architecture):
     """Under LoRA, the shared-prompt and full forwards equal the peft model's own logits;
     the reference (adapters disabled) equals the base model before wrapping."""
+    from grpo_fast.train.forward import completion_logprobs, pack
     from grpo_fast.train.modeling import (
         AdaptersDisabled,
         LoraOptions,
-        completion_logprobs,
-        pack,
         prepare_model,
         reference_model,
     )
@@ -204,18 +203,18 @@ def test_gradient_checkpointing_gives_the_same_update(make_config, monkeypatch):
     loss forward falls back from the shared prompt cache (the layers drop it); sampling,
     without gradients, still shares it."""
     from grpo_fast.sampling import hf
-    from grpo_fast.train import modeling
+    from grpo_fast.train import forward, modeling
 
     plain = Trainer(make_config(seed=3, optimizer="sgd", learning_rate=0.05))
     plain.step()
     calls = []
-    original = modeling.prefill_groups
+    original = forward.prefill_groups
 
     def spy(*args, **kwargs):
         calls.append(torch.is_grad_enabled())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(modeling, "prefill_groups", spy)
+    monkeypatch.setattr(forward, "prefill_groups", spy)
     monkeypatch.setattr(hf, "prefill_groups", spy)
     ckpt = Trainer(
         make_config(seed=3, optimizer="sgd", learning_rate=0.05, gradient_checkpointing=True)

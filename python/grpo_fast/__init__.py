@@ -47,12 +47,12 @@ def _is_submodule(name: str) -> bool:
 
 
 def __getattr__(name: str) -> _Any:
-    # The trainer (torch, transformers) is imported on first use of these names, and
-    # a subpackage (grpo_fast.loss, .sampling, .train, ...) on first use of its name.
-    if name in ("Trainer", "TrainerConfig"):
-        from grpo_fast.train import trainer
-
-        value = getattr(trainer, name)
+    # The trainer (torch, transformers) and its config (neither) are imported on first
+    # use of their names, a subpackage (grpo_fast.loss, .train, ...) on first use of its.
+    if name == "Trainer":
+        from grpo_fast.train.trainer import Trainer as value
+    elif name == "TrainerConfig":
+        from grpo_fast.train.config import TrainerConfig as value
     elif f"grpo_fast.{name}" in _moved.MOVED or _is_submodule(name):
         value = _importlib.import_module(f"grpo_fast.{name}")
     else:

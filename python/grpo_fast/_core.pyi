@@ -13,12 +13,15 @@ RULES: tuple[str, ...]
 DEFAULT_RULES: tuple[str, ...]
 REWARD_KINDS: tuple[str, ...]
 STEP_SPLITS: tuple[str, ...]
+# The advantage epsilon, the core's default (rust/core/src/advantage.rs: Params).
+ADVANTAGE_EPS: float
 # Step labels of check_steps (rust/core/src/steps.rs).
 STEP_CORRECT: int
 STEP_WRONG: int
 STEP_UNCHECKED: int
 # pyo3 sets __all__ at runtime; stubtest checks it against this list.
 __all__ = [
+    "ADVANTAGE_EPS",
     "AdvantageResult",
     "DEFAULT_RULES",
     "ESTIMATORS",

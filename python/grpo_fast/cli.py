@@ -2,7 +2,7 @@
 
 ``grpo-fast train`` with no arguments runs GRPO on the embedded tiny model and
 2-digit addition task on the CPU (about a minute). Every
-:class:`~grpo_fast.train.trainer.TrainerConfig` field is a flag, generated from its
+:class:`~grpo_fast.train.config.TrainerConfig` field is a flag, generated from its
 type (``--learning-rate 3e-5``, ``--curriculum`` / ``--no-curriculum``,
 ``--loss-type {grpo,...}``, ``--reward math --reward format:0.5``), and may
 also come from ``--config run.toml`` / ``run.json``; flags override the file.
@@ -16,211 +16,33 @@ at start-up with a message and exit status 2, without a traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
 import errno
 import json
 import math
-import os
-import re
 import sys
-import time
-import types
-import typing
 from collections import Counter
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.flags import (
+    NEGATIVE_NUMBER,
+    Repeat,
+    add_dataclass_flags,
+    check_value,
+    config_from_file,
+    parse_text,
+)
 
-__all__ = ["build_parser", "config_from_file", "main", "pass_at_k"]
-
-# argparse takes "-1e-5" for an option unless it looks like a negative number;
-# its own pattern misses exponents.
-_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-# ---------------------------------------------------------------------- typed values
-def _members(hint: Any) -> tuple[Any, ...]:
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        return typing.get_args(hint)
-    return (hint,)
-
-
-def _describe(hint: Any) -> str:
-    names = {int: "an int", float: "a number", str: "a string", bool: "true or false"}
-    if typing.get_origin(hint) is Literal:
-        return f"one of {typing.get_args(hint)}"
-    if hint is type(None):
-        return "none"
-    if typing.get_origin(hint) is dict or hint is dict:
-        return "a table"
-    return names.get(hint, getattr(hint, "__name__", str(hint)))
-
-
-def _bad(name: str, hint: Any, value: Any) -> InvalidInputError:
-    kinds = " or ".join(_describe(m) for m in _members(hint))
-    return InvalidInputError(f"{name} must be {kinds}, got {value!r}")
-
-
-def parse_text(name: str, hint: Any, text: str) -> Any:
-    """A flag's text as a value of type ``hint`` (``"none"`` for an ``Optional``'s None)."""
-    members = _members(hint)
-    if type(None) in members and text.lower() in ("none", "null"):
-        return None
-    for m in members:
-        if m is type(None):
-            continue
-        if typing.get_origin(m) is Literal:
-            if text in typing.get_args(m):
-                return text
-        elif m is str:
-            return text
-        elif m is bool:
-            if text.lower() in ("true", "false"):
-                return text.lower() == "true"
-        elif m is int:
-            try:
-                return int(text)
-            except ValueError:
-                pass
-        elif m is float:
-            try:
-                return float(text)
-            except ValueError:
-                pass
-    raise _bad(name, hint, text)
-
-
-def check_value(name: str, hint: Any, value: Any) -> Any:
-    """A config file's value checked against ``hint`` (text is read as a flag's would be)."""
-    if typing.get_origin(hint) is tuple:
-        (elem, *_rest) = typing.get_args(hint)
-        items = value if isinstance(value, list | tuple) else [value]
-        return tuple(check_value(name, elem, v) for v in items)
-    members = _members(hint)
-    for m in members:
-        if m is type(None) and value is None:
-            return None
-        if typing.get_origin(m) is Literal and value in typing.get_args(m):
-            return value
-        if m is bool and isinstance(value, bool):
-            return value
-        if m is int and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if m is float and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if m is str and isinstance(value, str):
-            return value
-        if (m is dict or typing.get_origin(m) is dict) and isinstance(value, dict):
-            return value
-    if isinstance(value, str):
-        return parse_text(name, hint, value)
-    raise _bad(name, hint, value)
-
-
-class _Repeat(argparse.Action):
-    """``append`` whose first use replaces the default instead of adding to it."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        items = getattr(namespace, self.dest, None)
-        items = [] if items is None or items is self.default else items
-        setattr(namespace, self.dest, [*items, values])
-
-
-def _type_converter(name: str, hint: Any, metadata: Any = None) -> Any:
-    def convert(text: str) -> Any:
-        from grpo_fast.train.trainer import out_of_bounds
-
-        try:
-            value = parse_text(name, hint, text)
-        except InvalidInputError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-        # The field's bounds, at parse time: argparse names the flag.
-        why = out_of_bounds(metadata or {}, value)
-        if why is not None:
-            raise argparse.ArgumentTypeError(f"{why}, got {text}")
-        return value
-
-    convert.__name__ = _describe(hint)
-    return convert
-
-
-def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One flag per field of the dataclass ``cls``, typed by its annotation.
-
-    ``bool``: ``--x`` / ``--no-x``; ``Literal``: its values; ``X | None``:
-    ``none`` for None; ``tuple[X, ...]``: the flag repeated. Unset flags stay
-    out of the namespace (a config file's value then stands).
-    """
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        shown = ", ".join(map(str, default)) if isinstance(default, tuple) else default
-        help_text = f.metadata.get("help", "") + (f" (default: {shown})" if shown != "" else "")
-        kw: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text}
-        names = [_flag(f.name), *f.metadata.get("aliases", ())]
-        if hint is bool:
-            parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kw)
-            continue
-        if typing.get_origin(hint) is tuple:
-            kw.update(action="append", metavar=f.metadata.get("metavar", f.name.upper()))
-            hint = str  # one element's text
-        else:
-            literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
-            if literal:
-                kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
-        parser.add_argument(*names, type=_type_converter(f.name, hint, f.metadata), **kw)
-
-
-# ---------------------------------------------------------------------- config files
-def _load_toml(text: str) -> Any:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10: the backport (grpo-fast[train] depends on it)
-        import tomli as tomllib  # type: ignore[no-redef]
-    return tomllib.loads(text)
-
-
-def config_from_file(path: str, cls: type) -> dict[str, Any]:
-    """The options in a TOML or JSON file, checked against ``cls``'s field types."""
-    p = Path(path)
-    if p.suffix.lower() in (".yaml", ".yml"):
-        raise InvalidInputError(
-            f"config file {path!r}: YAML is not supported; write the options as TOML (.toml) "
-            "or JSON (.json)"
-        )
-    if p.suffix.lower() not in (".toml", ".json"):
-        raise InvalidInputError(f"config file {path!r}: expected a .toml or .json file")
-    if not p.is_file():
-        raise InvalidInputError(f"config file {path!r} does not exist")
-    try:
-        values = (
-            _load_toml(p.read_text()) if p.suffix.lower() == ".toml" else json.loads(p.read_text())
-        )
-    except ValueError as e:
-        raise InvalidInputError(f"config file {path!r} is not valid {p.suffix[1:]}: {e}") from None
-    if not isinstance(values, dict):
-        raise InvalidInputError(f"config file {path!r} must hold a table/object of options")
-    hints = typing.get_type_hints(cls)
-    out = {}
-    for key, value in values.items():
-        name = key.replace("-", "_")
-        if name not in hints:
-            raise InvalidInputError(f"{path}: unknown option {key!r}; known: {sorted(hints)}")
-        try:
-            out[name] = check_value(name, hints[name], value)
-        except InvalidInputError as e:
-            raise InvalidInputError(f"{path}: {e}") from None
-    return out
+__all__ = [
+    "build_parser",
+    "check_value",
+    "config_from_file",
+    "main",
+    "parse_text",
+    "pass_at_k",
+]
 
 
 # ---------------------------------------------------------------------- commands
@@ -234,10 +56,7 @@ def _train(args: argparse.Namespace) -> int:
     skip = ("command", "config", "func", "task")
     flags = {k: v for k, v in vars(args).items() if k not in skip}
     task = TASKS[args.task] if args.task else {}
-    given = {**task, **values, **flags}
-    cfg = TrainerConfig.from_dict(given)
-    if not {"output_dir", "resume", "overwrite"} & given.keys():
-        cfg = _default_output_dir(cfg)
+    cfg = TrainerConfig.from_dict({**task, **values, **flags})
     trainer = Trainer(cfg)
     if trainer.is_main:
         print(
@@ -287,65 +106,12 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _default_output_dir(cfg: Any) -> Any:
-    """Where a run that names no output directory (nor --resume / --overwrite) writes,
-    when the default one already holds a run (``make demo`` a second time): resume it
-    when it is unfinished and its options are these, else a new timestamped directory
-    beside it; either way, said on stderr."""
-    from grpo_fast.train.checkpoint import (
-        check_resume_config,
-        never_trained,
-        newest_good_checkpoint,
-        run_files,
-    )
-
-    out = Path(cfg.output_dir)
-    if not out.is_dir() or not run_files(out) or never_trained(out):
-        return cfg
-    path = newest_good_checkpoint(out)
-    step = int(json.loads((path / "manifest.json").read_text())["step"]) if path else None
-    if path is not None and step is not None and step < cfg.max_steps:
-        from grpo_fast.train.trainer import sampler_correction
-
-        resumed = dataclasses.replace(cfg, resume="auto")
-        # Compared as the trainer compares it: with "auto" resolved.
-        resolved = dataclasses.replace(resumed, sampler_correction=sampler_correction(cfg))
-        try:
-            check_resume_config(path, dataclasses.asdict(resolved), force=False)
-        except InvalidInputError:
-            step = None  # other options: a new run
-        else:
-            print(
-                f"grpo-fast train: {out} holds an unfinished run (step {step} of "
-                f"{cfg.max_steps}): resuming it (--resume auto; --overwrite starts over, "
-                "--output-dir DIR starts another)",
-                file=sys.stderr,
-            )
-            return resumed
-    fresh = out.with_name(f"{out.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-    if path is None:
-        what = "a run without a checkpoint to resume"
-    elif step is None:
-        what = "a run with other options"
-    else:
-        what = f"a finished run (step {step})"
-    print(
-        f"grpo-fast train: {out} holds {what}; this run writes a new directory, {fresh} "
-        f"(--resume auto continues the one in {out}, --overwrite replaces it)",
-        file=sys.stderr,
-    )
-    return dataclasses.replace(cfg, output_dir=str(fresh))
-
-
 def _score(args: argparse.Namespace) -> int:
     import grpo_fast
+    from grpo_fast.run_rewards import RunRewards
     from grpo_fast.train.data import read_rows
-    from grpo_fast.train.rollout import RunRewards
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
-    to_file = args.output not in (None, "-")
-    if to_file:  # before any work: a path that cannot be written is said at once
-        check_writable_file(args.output, "--output")
     rewards = RunRewards.build(args.reward)
     rows = read_rows(
         args.input, [group_col], "input", text_columns=[comp_col], answer_columns=[ans_col]
@@ -366,10 +132,7 @@ def _score(args: argparse.Namespace) -> int:
         scores.total, groups.index, estimator=args.estimator, scale=args.scale
     )
     several = len(scores.columns) > 1
-    try:
-        out = open(args.output, "w") if to_file else sys.stdout  # noqa: SIM115
-    except OSError as e:
-        raise InvalidInputError(f"cannot write --output {args.output!r}: {e.strerror}") from None
+    out = sys.stdout if args.output in (None, "-") else open(args.output, "w")  # noqa: SIM115
     try:
         for i, (row, r, a) in enumerate(
             zip(rows, scores.total.tolist(), adv.advantages.tolist(), strict=True)
@@ -382,58 +145,11 @@ def _score(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     print(
-        f"{len(rows)} completions in {adv.num_groups} groups: {_mean_reward(scores)}, groups "
-        f"without signal {adv.frac_zero_std:.1%}",
+        f"{len(rows)} completions in {adv.num_groups} groups: mean reward "
+        f"{float(np.nanmean(scores.total)):.4f}, groups without signal {adv.frac_zero_std:.1%}",
         file=sys.stderr,
     )
     return 0
-
-
-def _mean_reward(scores: Any) -> str:
-    """``mean reward X``, and how many completions had no reward (NaN: a reward could not
-    score them), by reward, instead of a ``nan`` mean."""
-    total = np.asarray(scores.total, np.float64)
-    unscored = int(np.isnan(total).sum())
-    if unscored == len(total):
-        text = "no completion was scored (every total reward is NaN)"
-    else:
-        text = f"mean reward {float(np.nanmean(total)):.4f}"
-    if unscored:
-        which = ", ".join(
-            f"{name}: {int(np.isnan(col).sum())}"
-            for name, col in scores.columns.items()
-            if np.isnan(col).any()
-        )
-        text += f" ({unscored} of {len(total)} without a reward (NaN; written as null): {which})"
-    return text
-
-
-def check_writable_file(path: str, flag: str) -> None:
-    """Raise unless a file can be written at ``path`` (its directory exists and is
-    writable; it is not a directory, nor a file that cannot be written)."""
-    p = Path(path)
-    parent = p.parent
-    if p.is_dir():
-        raise InvalidInputError(f"{flag} {path!r} is a directory; name a file in it")
-    if not parent.is_dir():
-        raise InvalidInputError(
-            f"cannot write {flag} {path!r}: the directory {str(parent)!r} does not exist "
-            f"(mkdir -p {parent})"
-        )
-    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        where = path if p.exists() else str(parent)
-        raise InvalidInputError(f"cannot write {flag} {path!r}: {where!r} is not writable")
-
-
-def check_writable_dir(path: str, flag: str) -> None:
-    """Raise unless a directory can be made (or written into) at ``path``: its nearest
-    existing ancestor is a writable directory."""
-    p = Path(path).absolute()
-    existing = next(q for q in (p, *p.parents) if q.exists())
-    if not existing.is_dir():
-        raise InvalidInputError(f"cannot write {flag} {path!r}: {str(existing)!r} is a file")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"cannot write {flag} {path!r}: {str(existing)!r} is not writable")
 
 
 def _finite(v: float) -> float | None:
@@ -463,8 +179,8 @@ def _answer_key(text: str) -> str:
 
 def _model_default(name: str, model: str) -> Any:
     """A ``TrainerConfig`` field's default for ``model`` (the demo's, or a real run's)."""
+    from grpo_fast.train.config import TrainerConfig
     from grpo_fast.train.defaults import is_demo_model, resolve
-    from grpo_fast.train.trainer import TrainerConfig
 
     field = TrainerConfig.__dataclass_fields__[name]
     return resolve(field.default, demo=is_demo_model(model))
@@ -472,12 +188,12 @@ def _model_default(name: str, model: str) -> Any:
 
 def _eval(args: argparse.Namespace) -> int:
     import torch
-    import transformers
 
+    from grpo_fast.run_rewards import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
     from grpo_fast.steps import check_steps, verified_pick
-    from grpo_fast.train.checkpoint import verify_checkpoint
     from grpo_fast.train.data import TASKS, read_tasks, render_prompts
+    from grpo_fast.train.devices import check_device, set_seed
     from grpo_fast.train.modeling import (
         DTYPES,
         MixedPrecision,
@@ -485,19 +201,14 @@ def _eval(args: argparse.Namespace) -> int:
         load_model,
         load_tokenizer,
     )
-    from grpo_fast.train.rollout import RunRewards
-    from grpo_fast.train.trainer import check_device
 
     task_name = getattr(args, "task", None)
     task = TASKS[task_name or "addition"]
     args.model = getattr(args, "model", task["model"])
     args.data = getattr(args, "data", task["eval_file"])
-    if args.k > args.n:
-        raise InvalidInputError(
-            f"-k must be <= -n (pass@k of n samples), got k={args.k}, n={args.n}"
-        )
+    if args.n < 1 or not 1 <= args.k <= args.n:
+        raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
     check_model_name(args.model, adapters=True)
-    verify_checkpoint(Path(args.model))
     check_device(args.device)
     max_new_tokens = getattr(args, "max_new_tokens", None)
     if max_new_tokens is None:
@@ -510,7 +221,7 @@ def _eval(args: argparse.Namespace) -> int:
     rows = read_tasks(
         args.data, "data", prompt_column=args.prompt_column, answer_column=args.answer_column
     )[: args.limit or None]
-    transformers.set_seed(args.seed)
+    set_seed(args.seed)
     tok = load_tokenizer(args.model)
     system_prompt = getattr(args, "system_prompt", None)
     prompts = render_prompts(rows, tok, system_prompt=system_prompt, what="data")
@@ -556,50 +267,21 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from grpo_fast.train.checkpoint import verify_checkpoint
-    from grpo_fast.train.modeling import export_model
+    from grpo_fast.train.export import export_model
 
-    verify_checkpoint(Path(args.checkpoint))
-    check_writable_dir(args.out, "OUT")
-    try:
-        out = export_model(
-            args.checkpoint,
-            args.out,
-            base=getattr(args, "base_model", None),
-            dtype=getattr(args, "dtype", None),
-        )
-    except OSError as e:  # a read-only file system, a full disk, ...
-        if isinstance(e, InvalidInputError):
-            raise
-        raise InvalidInputError(
-            f"cannot write the model to {args.out!r}: {e.strerror or e}"
-            + ("" if e.filename is None else f" ({e.filename})")
-        ) from None
+    out = export_model(
+        args.checkpoint,
+        args.out,
+        base=getattr(args, "base_model", None),
+        dtype=getattr(args, "dtype", None),
+    )
     print(f"wrote {out}/ (load it with from_pretrained, or: grpo-fast eval --model {out})")
     return 0
 
 
 # ---------------------------------------------------------------------- the parser
-def _at_least(low: float, *, number: type = int) -> Any:
-    """An argparse type: a ``number`` (int or float) >= ``low``; argparse names the flag
-    in its message (``argument --limit: must be >= 0, got -1``)."""
-
-    def convert(text: str) -> Any:
-        try:
-            value = number(text)
-        except ValueError:
-            kind = "an int" if number is int else "a number"
-            raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
-        if not value >= low:  # NaN too
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
-        return value
-
-    convert.__name__ = "int" if number is int else "number"
-    return convert
-
-
 def _field_default(name: str) -> Any:
-    from grpo_fast.train.trainer import TrainerConfig
+    from grpo_fast.train.config import TrainerConfig
 
     return TrainerConfig.__dataclass_fields__[name].default
 
@@ -607,24 +289,32 @@ def _field_default(name: str) -> Any:
 def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
     kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
     p = argparse.ArgumentParser(*args, **kwargs)
-    p._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    p._negative_number_matcher = NEGATIVE_NUMBER  # type: ignore[attr-defined]
     return p
 
 
+_REWARD_HELP = (
+    "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
+    "import path"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command; nothing it imports needs torch (``--version``,
+    ``score`` and every ``--help`` stay cheap: the commands import what they use)."""
     from grpo_fast import __version__
-    from grpo_fast.advantages import ESTIMATORS, SCALES
-    from grpo_fast.train.data import TASKS
-    from grpo_fast.train.modeling import DTYPES
-    from grpo_fast.train.trainer import TrainerConfig
 
     parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
     parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{train,score,eval,export}")
-    reward_help = (
-        "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
-        "import path"
-    )
+    for add in (_train_flags, _score_flags, _eval_flags, _export_flags):
+        add(sub)
+    return parser
+
+
+def _train_flags(sub: Any) -> None:
+    from grpo_fast.train.config import TrainerConfig
+    from grpo_fast.train.data import TASKS
 
     # The train flags print their own defaults (they are left unset so a config file can
     # give them).
@@ -636,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         "as a flag or in --config always stands.",
         formatter_class=argparse.HelpFormatter,
     )
-    train._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    train._negative_number_matcher = NEGATIVE_NUMBER
     train.add_argument("--config", help="TOML or JSON file of trainer options (flags override it)")
     train.add_argument(
         "--task",
@@ -648,16 +338,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataclass_flags(train, TrainerConfig)
     train.set_defaults(func=_train)
 
+
+def _score_flags(sub: Any) -> None:
+    from grpo_fast.advantages import ESTIMATORS, SCALES
+
     sc = sub.add_parser(
         "score",
         help="rewards and advantages of a JSONL of completions",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    sc._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    sc._negative_number_matcher = NEGATIVE_NUMBER
     sc.add_argument("input", help="JSONL with completion, answer and group columns ('-': stdin)")
     sc.add_argument("--output", "-o", default="-", help="output JSONL ('-': stdout)")
     sc.add_argument(
-        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+        "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
     )
     sc.add_argument("--completion-column", default="completion", help="the completions (strings)")
     sc.add_argument("--answer-column", default="answer", help="the gold answers")
@@ -666,12 +360,17 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--scale", default="group", choices=SCALES, help="advantage std scaling")
     sc.set_defaults(func=_score)
 
+
+def _eval_flags(sub: Any) -> None:
+    from grpo_fast.train.config import DTYPE_NAMES
+    from grpo_fast.train.data import TASKS
+
     ev = sub.add_parser(
         "eval",
         help="pass@k, majority vote, best-of-n and verified best-of-n accuracy",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ev._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    ev._negative_number_matcher = NEGATIVE_NUMBER
     ev.add_argument(
         "--task",
         choices=sorted(TASKS),
@@ -699,32 +398,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="system message put before every prompt that has none (default: none)",
     )
     ev.add_argument(
-        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+        "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
     )
-    ev.add_argument("-n", type=_at_least(1), default=8, help="samples per prompt")
-    ev.add_argument("-k", type=_at_least(1), default=1, help="k of pass@k")
-    ev.add_argument(
-        "--temperature", type=_at_least(0.0, number=float), default=1.0, help="sampling temperature"
-    )
+    ev.add_argument("-n", type=int, default=8, help="samples per prompt")
+    ev.add_argument("-k", type=int, default=1, help="k of pass@k")
+    ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     # Defaults that depend on the model: unset here, resolved in _eval (help states them).
     ev.add_argument(
         "--max-new-tokens",
-        type=_at_least(1),
+        type=int,
         default=argparse.SUPPRESS,
         help=f"longest completion (default: {_field_default('max_new_tokens')}); with "
         "--task, the task's",
     )
     ev.add_argument(
         "--dtype",
-        choices=tuple(DTYPES),
+        choices=DTYPE_NAMES,
         default=argparse.SUPPRESS,
         help=f"weights and autocast dtype (default: {_field_default('dtype')})",
     )
     ev.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda', 'cuda:1', ...")
-    ev.add_argument("--limit", type=_at_least(0), default=0, help="first N prompts only (0 = all)")
-    ev.add_argument("--batch-size", type=_at_least(1), default=None, help="rows per generate call")
+    ev.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
+    ev.add_argument("--batch-size", type=int, default=None, help="rows per generate call")
     ev.add_argument("--seed", type=int, default=0, help="sampling seed")
     ev.set_defaults(func=_eval)
+
+
+def _export_flags(sub: Any) -> None:
+    from grpo_fast.train.config import DTYPE_NAMES
 
     ex = sub.add_parser(
         "export",
@@ -740,48 +441,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument(
         "--dtype",
-        choices=tuple(DTYPES),
+        choices=DTYPE_NAMES,
         default=argparse.SUPPRESS,
         help="dtype of the written weights (default: the base model's)",
     )
     ex.set_defaults(func=_export)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; return its exit status.
-
-    2: input the user can fix (one line on stderr, no traceback); 130: Ctrl-C
-    (during start-up imports too); 141 (128 + SIGPIPE, as ``cat`` ends): the
-    reader of standard output went away (``grpo-fast score ... | head``).
-    """
-    command = "grpo-fast"
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if args.command is None:
-            parser.print_help()
-            return 0
-        command = f"grpo-fast {args.command}"
-        from grpo_fast.train.tracking import quiet_libraries
-
-        with quiet_libraries(transformers=args.command in ("train", "eval", "export")):
-            status = int(args.func(args))
-        sys.stdout.flush()  # a closed pipe is found here, not at exit
-        return status
+        return int(args.func(args))
     except InvalidInputError as e:
-        print(f"{command}: error: {e}", file=sys.stderr)
+        print(f"grpo-fast {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C outside training (imports, loading, scoring, ...)
-        print(f"{command}: stopped (Ctrl-C)", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C outside training (loading, scoring, ...)
+        print(f"grpo-fast {args.command}: stopped (Ctrl-C)", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # Python would report the pipe again when it flushes stdout at exit: point the
-        # descriptor at /dev/null first.
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        return 128 + 13
 
 
 if __name__ == "__main__":

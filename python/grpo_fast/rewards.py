@@ -27,7 +27,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -56,7 +56,10 @@ __all__ = [
     "Rewards",
     "combine",
     "overlong_penalty",
+    "call_reward",
     "score_batch",
+    "trl_columns",
+    "unique_names",
 ]
 
 
@@ -283,7 +286,6 @@ class Rewards:
         specs = list(specs)
         if not specs:
             raise InvalidInputError("combine needs at least one reward spec")
-        names: list[str] = []
         for i, spec in enumerate(specs):
             if not isinstance(spec, RewardSpec):
                 raise InvalidInputError(
@@ -293,14 +295,8 @@ class Rewards:
             w = spec.weight
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
                 raise InvalidInputError(f"specs[{i}].weight must be a finite number, not {w!r}")
-            base = spec.name or spec.kind
-            name, k = base, 1
-            while name in names:
-                k += 1
-                name = f"{base}_{k}"
-            names.append(name)
         self.specs: tuple[RewardSpec, ...] = tuple(specs)
-        self.names: tuple[str, ...] = tuple(names)
+        self.names: tuple[str, ...] = unique_names(s.name or s.kind for s in specs)
         compiled = [s._compile() for s in specs]
         self._rust = [i for i, c in enumerate(compiled) if c is not None]
         self._set = _core.RewardSet(
@@ -370,15 +366,69 @@ def _call_python(
     golds: list[str | None],
     lengths: npt.NDArray[np.int64] | None,
 ) -> npt.NDArray[np.float32]:
-    out = list(spec.fn(texts, golds, lengths))
-    if len(out) != len(texts):
-        raise InvalidInputError(
-            f"reward {name!r} returned {len(out)} values for {len(texts)} completions"
-        )
+    return call_reward(spec.fn, f"reward {name!r}", len(texts), texts, golds, lengths)
+
+
+def call_reward(
+    fn: Callable[..., Any],
+    what: str,
+    n: int,
+    *args: Any,
+    per: tuple[str, str] = ("values", "completions"),
+    **kwargs: Any,
+) -> npt.NDArray[np.float32]:
+    """The one call of a reward function written in Python, and the checks of what it
+    returns: ``fn(*args, **kwargs)`` gives ``n`` numbers (None: unscorable, NaN), float32.
+
+    Every Python reward goes through here: :class:`PythonReward`, TRL-style
+    functions (:class:`grpo_fast.run_rewards.RunRewards`) and step scorers
+    (:class:`grpo_fast.steps.ProcessReward`). ``what`` names it in errors, ``per``
+    what it returned and what for ("values" for "completions").
+
+    Examples
+    --------
+    >>> call_reward(lambda c: [1, None], "reward 'f'", 2, ["a", "b"])
+    array([ 1., nan], dtype=float32)
+    """
+    out = list(fn(*args, **kwargs))
+    if len(out) != n:
+        raise InvalidInputError(f"{what} returned {len(out)} {per[0]} for {n} {per[1]}")
     try:
         return np.array([np.nan if v is None else float(v) for v in out], dtype=np.float32)
     except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"reward {name!r} returned a non-number: {e}") from None
+        raise InvalidInputError(f"{what} returned a non-number: {e}") from None
+
+
+def trl_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The keyword arguments TRL's ``GRPOTrainer`` gives a reward function besides the
+    completions: every dataset column but ``prompt``, and ``prompts``.
+
+    Examples
+    --------
+    >>> trl_columns([{"prompt": "1+1=", "answer": "2"}])
+    {'answer': ['2'], 'prompts': ['1+1=']}
+    """
+    columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"} if rows else {}
+    columns["prompts"] = [r.get("prompt") for r in rows]
+    return columns
+
+
+def unique_names(bases: Iterable[str]) -> tuple[str, ...]:
+    """Column names, in order: a repeated name gets ``_2``, ``_3``, ...
+
+    Examples
+    --------
+    >>> unique_names(["math", "format", "math"])
+    ('math', 'format', 'math_2')
+    """
+    names: list[str] = []
+    for base in bases:
+        name, k = base, 1
+        while name in names:
+            k += 1
+            name = f"{base}_{k}"
+        names.append(name)
+    return tuple(names)
 
 
 def combine(*specs: RewardSpec | Sequence[RewardSpec]) -> Rewards:

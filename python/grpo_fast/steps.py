@@ -38,6 +38,7 @@ import numpy.typing as npt
 from grpo_fast import _core
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.names import STEP_SPLITS
+from grpo_fast.rewards import call_reward, trl_columns
 from grpo_fast.verify import as_list
 
 __all__ = [
@@ -408,20 +409,16 @@ class ProcessReward:
         fn = self._scorer()
         if fn is None:
             return steps, steps.rewards(self.correct, self.wrong, self.unchecked)
-        columns: dict[str, list[Any]] = {}
-        if rows:  # as the trainer calls TRL-style rewards: prompts, then the other columns
-            columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
-            columns["prompts"] = [r.get("prompt") for r in rows]
-        out = list(fn(list(completions), steps=steps, **columns))
-        if len(out) != len(steps.labels):
-            raise InvalidInputError(
-                f"process reward {self.scorer!r} returned {len(out)} scores for "
-                f"{len(steps.labels)} steps"
-            )
-        try:
-            scores = np.array([np.nan if v is None else float(v) for v in out], np.float32)
-        except (TypeError, ValueError) as e:
-            raise InvalidInputError(f"process reward returned a non-number: {e}") from None
+        columns = trl_columns(rows) if rows else {}  # as the trainer calls TRL-style rewards
+        scores = call_reward(
+            fn,
+            f"process reward {self.scorer!r}",
+            len(steps.labels),
+            list(completions),
+            steps=steps,
+            per=("scores", "steps"),
+            **columns,
+        )
         return steps, scores
 
     def token_advantages(

@@ -31,16 +31,49 @@ denominators are unchanged, as in TRL, verl and OpenRLHF.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.loss.registry import Registry
 
-__all__ = ["CORRECTIONS", "LEVELS", "pad_sampler_logprobs", "sampler_weights"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "CORRECTIONS",
+    "CORRECTION_REGISTRY",
+    "LEVELS",
+    "pad_sampler_logprobs",
+    "sampler_weights",
+]
+
+#: ``sampler_correction`` -> ``(rho, outside, threshold) -> weights``; ``outside``: rho
+#: out of the band ``[1/C, C]``.
+CORRECTION_REGISTRY: Registry[Any] = Registry("sampler_correction")
+
+
+@CORRECTION_REGISTRY.register("tis")
+def tis(rho: torch.Tensor, outside: torch.Tensor, threshold: float) -> torch.Tensor:
+    """Truncated importance sampling: ``min(rho, C)``."""
+    return rho.clamp(max=threshold)
+
+
+@CORRECTION_REGISTRY.register("mis")
+def mis(rho: torch.Tensor, outside: torch.Tensor, threshold: float) -> torch.Tensor:
+    """Masked importance sampling: ``rho`` inside ``[1/C, C]``, 0 outside."""
+    return rho.new_zeros(()).where(outside, rho)
+
+
+@CORRECTION_REGISTRY.register("none")
+def none(rho: torch.Tensor, outside: torch.Tensor, threshold: float) -> torch.Tensor:
+    """No correction: 1 (the mismatch is only measured)."""
+    return rho.new_ones(rho.shape)
+
 
 #: What to do with the ratio (``sampler_correction`` of ``policy_loss`` and the trainer).
-CORRECTIONS = ("tis", "mis", "none")
+CORRECTIONS = CORRECTION_REGISTRY.names
 #: One ratio per token, or per sequence.
 LEVELS = ("token", "sequence")
 
@@ -86,6 +119,7 @@ def sampler_weights(
 
     Examples
     --------
+    >>> import torch
     >>> old = torch.log(torch.tensor([[0.5, 0.5, 0.9]]))
     >>> sampler = torch.log(torch.tensor([[0.5, 0.1, 0.9]]))
     >>> w, _ = sampler_weights(old, sampler, torch.ones(1, 3), correction="tis", threshold=2.0)
@@ -95,6 +129,8 @@ def sampler_weights(
     >>> [round(x, 4) for x in w[0].tolist()]
     [1.0, 0.0, 1.0]
     """
+    import torch
+
     check_options(correction, level, threshold)
     with torch.no_grad():
         m = mask.to(old_logp.dtype)
@@ -112,12 +148,7 @@ def sampler_weights(
             units, unit_valid = rho, valid
 
         outside = (rho < 1 / threshold) | (rho > threshold)
-        if correction == "tis":
-            weights = rho.clamp(max=threshold)
-        elif correction == "mis":
-            weights = torch.where(outside, 0.0, rho)
-        else:
-            weights = torch.ones_like(rho)
+        weights = CORRECTION_REGISTRY[correction](rho, outside, threshold)
 
         count = m.sum()
         n = count.clamp(min=1)
@@ -150,10 +181,7 @@ def sampler_weights(
 
 def check_options(correction: str, level: str, threshold: float) -> None:
     """Raise :class:`InvalidInputError` for an unknown correction or level, or a bad threshold."""
-    if correction not in CORRECTIONS:
-        raise InvalidInputError(
-            f"unknown sampler_correction {correction!r}; expected one of {CORRECTIONS}"
-        )
+    CORRECTION_REGISTRY[correction]  # unknown: InvalidInputError naming the choices
     if level not in LEVELS:
         raise InvalidInputError(f"unknown sampler_level {level!r}; expected one of {LEVELS}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold > 1:
@@ -182,6 +210,8 @@ def pad_sampler_logprobs(
     tensor([[-0.5000, -1.0000,  0.0000],
             [-2.0000,  0.0000,  0.0000]])
     """
+    import torch
+
     if logprobs is None:
         return None
     if len(logprobs) != len(completion_ids):

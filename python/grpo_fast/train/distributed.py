@@ -17,7 +17,7 @@ gradients are torch's own engines' business (:func:`wrap_distributed`,
 
 Both engines act through a module's ``forward``, but the loss forward calls
 the decoder and reads the output head's weight itself
-(:func:`~grpo_fast.train.modeling.completion_logprobs`), so the module they wrap is
+(:func:`~grpo_fast.train.forward.completion_logprobs`), so the module they wrap is
 :class:`LogProbs`, whose forward is that whole computation.
 
 Generation under FSDP2 (:meth:`Parallel.with_full_weights`): the sampler runs
@@ -42,7 +42,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from grpo_fast.train.modeling import AdaptersDisabled, Packed, completion_logprobs, is_peft_model
+from grpo_fast.train.config import PARALLEL
+from grpo_fast.train.forward import Packed, completion_logprobs
+from grpo_fast.train.modeling import AdaptersDisabled, is_peft_model
 
 __all__ = [
     "PARALLEL",
@@ -52,9 +54,6 @@ __all__ = [
     "init_process_group",
     "wrap_distributed",
 ]
-
-#: ``--parallel`` names: how several processes train one model.
-PARALLEL = ("ddp", "fsdp")
 
 T = TypeVar("T")
 
@@ -124,7 +123,7 @@ def init_process_group(device_type: str, local_rank: int) -> None:
 
 
 class LogProbs(torch.nn.Module):
-    """:func:`~grpo_fast.train.modeling.completion_logprobs` of ``model`` as a module's forward:
+    """:func:`~grpo_fast.train.forward.completion_logprobs` of ``model`` as a module's forward:
     the module DDP and FSDP2 wrap, so that their hooks see the whole loss forward."""
 
     def __init__(self, model: Any) -> None:
@@ -152,7 +151,7 @@ class Parallel:
     returns).
 
     ``parallel(packed, **options)`` gives the log-probs and entropies of
-    :func:`~grpo_fast.train.modeling.completion_logprobs` through the engine.
+    :func:`~grpo_fast.train.forward.completion_logprobs` through the engine.
 
     Attributes
     ----------

@@ -1,13 +1,10 @@
-"""The model side: loading a causal LM and its tokenizer (local directory or hub id,
-dtype, gradient checkpointing, LoRA), and the forward pass that gives the
-log-probs of sampled completions.
+"""The model side: loading a causal LM and its tokenizer (local directory or hub id),
+its weights from a checkpoint, and its setup for training (dtype, gradient
+checkpointing, LoRA, the reference model, mixed precision).
 
-:func:`prefill_groups` is the one implementation of the shared-prompt cache:
-the ``n`` rollouts of a prompt share its tokens, so the prompt runs through
-the decoder once and its key/value cache, repeated ``n`` times, serves them
-all. :class:`~grpo_fast.sampling.HFSampler` uses it before ``generate``, and
-:func:`completion_logprobs` (the loss's forward, with gradients) before the
-completion tokens: the prompt's share of the work drops by ``n``.
+The loss's forward (packing, the shared-prompt cache, completion log-probs) is
+:mod:`grpo_fast.train.forward`; ``grpo-fast export`` is
+:mod:`grpo_fast.train.export`; their names stay importable from here.
 
 Precision (:func:`prepare_model`, :class:`MixedPrecision`): the weights the
 optimizer updates stay fp32 (master weights: AdamW's update at a learning
@@ -21,10 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
+import importlib
 import json
-import os
-import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,112 +29,25 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.logprobs import token_logprobs
+from grpo_fast.train.config import DTYPE_NAMES, LoraOptions
+from grpo_fast.train.hub import check_model_name, hub_error
 
 __all__ = [
     "DTYPES",
     "AdaptersDisabled",
     "LoraOptions",
     "MixedPrecision",
-    "Packed",
     "check_model_name",
-    "completion_logprobs",
-    "export_model",
     "is_peft_model",
     "load_model",
     "load_tokenizer",
     "load_weights",
-    "pack",
-    "prefill_groups",
     "prepare_model",
     "reference_model",
 ]
 
 #: ``--dtype`` names and their torch dtypes.
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def _hub_error(name: str, what: str, error: BaseException, flag: str = "--model") -> str:
-    """One line saying why ``name`` could not be loaded, and what to do about it."""
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        LocalEntryNotFoundError,
-        RepositoryNotFoundError,
-    )
-
-    chain = []
-    e: BaseException | None = error
-    while e is not None and len(chain) < 20:
-        chain.append(e)
-        e = e.__cause__ or e.__context__
-    if any(isinstance(c, LocalEntryNotFoundError) for c in chain):
-        return _offline_message(name, what, flag)
-    if any(isinstance(c, GatedRepoError) for c in chain):
-        return (
-            f"{name!r} is a gated model on the Hugging Face Hub: accept its terms on the Hub and "
-            f"log in (hf auth login), or pass a local copy ({flag} DIR)"
-        )
-    if any(isinstance(c, RepositoryNotFoundError) for c in chain):
-        return (
-            f"{name!r} is neither a local directory nor a model on the Hugging Face Hub (a "
-            "private one needs hf auth login); pass a model directory or a hub id such as "
-            "Qwen/Qwen2.5-0.5B-Instruct"
-        )
-    first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
-    return f"cannot load the {what} of {name!r}: {first}"
-
-
-def _offline_message(name: str, what: str, flag: str) -> str:
-    return (
-        f"cannot load the {what} of {name!r}: it is not a local directory, the Hugging Face "
-        "Hub cannot be reached (no network, or HF_HUB_OFFLINE=1) and it is not in the local "
-        f"cache; download it where there is a network (hf download {name} --local-dir DIR) "
-        f"and pass that directory ({flag} DIR)"
-    )
-
-
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to the hub's endpoint opens within ``timeout`` seconds
-    (True behind a proxy: it decides, not this check)."""
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants
-
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    url = urlparse(constants.ENDPOINT)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((url.hostname, port), timeout=timeout).close()
-    except OSError:
-        return False
-    return True
-
-
-def _check_hub(name: str, what: str, flag: str) -> None:
-    """For a hub id: fail at once (not after a minute of download retries) when the hub
-    cannot be reached, offline or without a network, and ``name`` is not in the local
-    cache; when it is cached, read it from there without trying the network."""
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in (
-        "1",
-        "ON",
-        "YES",
-        "TRUE",
-    )
-    if not offline and _hub_reachable():
-        return
-    try:
-        cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
-    except ValueError:  # not a valid repo id: from_pretrained says so
-        return
-    if not cached:
-        raise InvalidInputError(_offline_message(name, what, flag))
-    if not offline:  # the cache, without retries against a hub out of reach
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        constants.HF_HUB_OFFLINE = True
+DTYPES = dict(zip(DTYPE_NAMES, (torch.float32, torch.bfloat16, torch.float16), strict=True))
 
 
 def _from_pretrained(
@@ -149,68 +57,10 @@ def _from_pretrained(
     # name it was loaded from, and must find it from any working directory.
     path = Path(name).expanduser()
     source = str(path.resolve()) if path.is_dir() else name
-    if not path.is_dir():
-        _check_hub(name, what, flag)
     try:
         return load(source, **kwargs)
     except (OSError, ValueError) as e:
-        raise InvalidInputError(_hub_error(name, what, e, flag)) from None
-
-
-def check_model_name(name: str, *, adapters: bool = False) -> None:
-    """Check, without loading anything, that ``name`` can name a model: a local directory
-    with ``config.json`` (or, with ``adapters``, LoRA adapters), or a Hugging Face Hub id.
-
-    Whether a hub id exists is known only when it is loaded (:func:`load_model`).
-    """
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    path = Path(name).expanduser()
-    if path.is_dir():
-        if (path / "config.json").is_file():
-            return
-        if (path / "adapter_config.json").is_file():
-            if adapters:
-                return
-            raise InvalidInputError(
-                f"model directory {name!r} holds LoRA adapters, not a model: resume its run "
-                f"with --resume, or merge them first (grpo-fast export {name} OUT_DIR)"
-            )
-        raise InvalidInputError(
-            f"model directory {name!r} is not readable: expected a transformers model "
-            "directory with config.json (and weights, tokenizer)"
-        )
-    if path.exists():
-        raise InvalidInputError(f"model {name!r} is a file; expected a model directory or hub id")
-    looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1
-    try:
-        validate_repo_id(name)
-    except HFValidationError:
-        looks_local = True
-    if looks_local:
-        raise InvalidInputError(
-            f"model {name!r} does not exist: expected a local model directory or a Hugging Face "
-            "Hub id such as Qwen/Qwen2.5-0.5B-Instruct"
-        )
-
-
-def max_positions(config: Any) -> int | None:
-    """The longest sequence (prompt + completion) a model's positions allow, from its
-    config (``max_position_embeddings``; GPT-2's ``n_positions``); None when it names
-    none (no limit known)."""
-    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "n_ctx"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
-def load_config(path: str) -> Any:
-    """A model's configuration (``config.json``) alone: no weights are loaded."""
-    from transformers import AutoConfig
-
-    return _from_pretrained(AutoConfig.from_pretrained, path, "config")
+        raise InvalidInputError(hub_error(name, what, e, flag)) from None
 
 
 def load_tokenizer(path: str) -> Any:
@@ -243,18 +93,6 @@ def load_model(
 
 
 # ---------------------------------------------------------------------- precision, LoRA
-@dataclass(frozen=True)
-class LoraOptions:
-    """LoRA adapters (peft's ``LoraConfig``): rank ``r``, scale ``alpha / r``, dropout, and
-    the modules to adapt (empty: peft's default for the architecture; ``"all-linear"``:
-    every linear layer but the output head)."""
-
-    r: int
-    alpha: float = 32.0
-    dropout: float = 0.0
-    target_modules: tuple[str, ...] = ()
-
-
 def is_peft_model(model: Any) -> bool:
     """Whether ``model`` is a peft model (LoRA adapters over a base model)."""
     return hasattr(model, "disable_adapter") and hasattr(model, "get_base_model")
@@ -460,268 +298,16 @@ def _stored_dtype(name: str, flag: str = "--model") -> torch.dtype:
     return stored if isinstance(stored, torch.dtype) else torch.float32
 
 
-def export_model(
-    checkpoint: str | Path, out: str | Path, *, base: str | None = None, dtype: str | None = None
-) -> Path:
-    """Write a checkpoint as a plain transformers model directory (weights, config,
-    tokenizer) that ``from_pretrained`` loads: LoRA adapters are merged into
-    their base model (``base``: default, the one the adapters name; a sharded
-    checkpoint holds its base).
-
-    ``dtype`` (``fp32``, ``bf16``, ``fp16``): default, the dtype the base
-    model is stored in. ``out`` must not hold files yet.
-    """
-    ckpt, out = Path(checkpoint), Path(out)
-    adapters = (ckpt / "adapter_config.json").is_file()
-    if not adapters and not (ckpt / "config.json").is_file():
-        raise InvalidInputError(
-            f"{str(ckpt)!r} is not a checkpoint: expected adapter_config.json (LoRA) or "
-            "config.json in it"
-        )
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InvalidInputError(f"output directory {str(out)!r} already exists and is not empty")
-    if dtype is not None and dtype not in DTYPES:
-        raise InvalidInputError(f"dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
-    from grpo_fast.train.checkpoint import (  # (it imports this module)
-        is_sharded,
-        load_sharded_model,
-    )
-
-    if is_sharded(ckpt):  # --parallel fsdp: base and adapters inside
-        model = load_sharded_model(ckpt)
-        if is_peft_model(model):
-            model = model.merge_and_unload()
-        stored = _stored_dtype(str(ckpt))
-    elif adapters:
-        try:
-            import peft
-        except ImportError as e:
-            raise InvalidInputError(
-                f"merging LoRA adapters needs peft (pip install 'grpo-fast[peft]'): {e}"
-            ) from None
-        config = peft.PeftConfig.from_pretrained(str(ckpt))
-        base = base or config.base_model_name_or_path
-        if not base:
-            raise InvalidInputError(
-                f"{ckpt}: the adapters do not name their base model; pass it with --base-model"
-            )
-        model = load_model(base, flag="--base-model")
-        stored = _stored_dtype(base, flag="--base-model")
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", ".*is_gradient_checkpointing", FutureWarning)
-            model = peft.PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()
-    else:
-        model = load_model(str(ckpt))
-        stored = _stored_dtype(str(ckpt))
-    model = model.to(DTYPES[dtype] if dtype else stored).eval()
-    tokenizer = _from_pretrained(AutoTokenizer.from_pretrained, str(ckpt), "tokenizer")
-    # Written beside it and renamed: an interrupted export leaves no half model at ``out``.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".tmp-export-{out.name}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    if out.exists():
-        out.rmdir()  # empty (checked above)
-    os.replace(tmp, out)
-    return out
+# Names that moved to the loss's forward and to the export command.
+_MOVED = {
+    **dict.fromkeys(("Packed", "completion_logprobs", "pack", "prefill_groups"), "forward"),
+    **dict.fromkeys(("decoder_of", "cache_argument", "positions", "completion_hidden"), "forward"),
+    "Prefill": "forward",
+    "export_model": "export",
+}
 
 
-@dataclass(frozen=True)
-class Packed:
-    """Prompts left-padded ``[N, Lp]`` and completions right-padded ``[N, Tc]``, with masks.
-
-    Side by side they form one row per completion, ``[pad.. prompt |
-    completion ..pad]``.
-    """
-
-    prompt_ids: torch.Tensor
-    prompt_mask: torch.Tensor
-    completion_ids: torch.Tensor
-    completion_mask: torch.Tensor  # bool
-
-    def rows(self, rows: slice) -> Packed:
-        return Packed(
-            self.prompt_ids[rows],
-            self.prompt_mask[rows],
-            self.completion_ids[rows],
-            self.completion_mask[rows],
-        )
-
-
-def pack(
-    prompt_ids: list[list[int]],
-    completion_ids: list[list[int]],
-    pad_token_id: int,
-    device: torch.device | str = "cpu",
-) -> Packed:
-    """Pad token-id lists into the tensors of :class:`Packed`."""
-
-    def pad(rows: list[list[int]], left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(1, max((len(r) for r in rows), default=1))
-        ids = torch.full((len(rows), width), pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            if r:
-                cols = slice(width - len(r), width) if left else slice(0, len(r))
-                ids[i, cols] = torch.tensor(r)
-                mask[i, cols] = 1
-        return ids.to(device), mask.to(device)
-
-    pid, pmask = pad(prompt_ids, left=True)
-    cid, cmask = pad(completion_ids, left=False)
-    return Packed(pid, pmask, cid, cmask.bool())
-
-
-def decoder_of(model: Any) -> Any:
-    """The transformer under the LM head (``model.model`` for Qwen2 / Llama,
-    ``model.transformer`` for GPT-2; under LoRA, the adapted base model's)."""
-    if is_peft_model(model):
-        model = model.get_base_model()
-    return getattr(model, model.base_model_prefix, None)
-
-
-_CACHE_ARGUMENT: dict[type, str | None] = {}
-
-
-def cache_argument(decoder: Any) -> str | None:
-    """The name of the decoder's key/value-cache argument (renamed ``cache`` in transformers
-    5.x), or None when it has none."""
-    kind = type(decoder)
-    if kind not in _CACHE_ARGUMENT:
-        params = inspect.signature(decoder.forward).parameters
-        _CACHE_ARGUMENT[kind] = next((k for k in ("cache", "past_key_values") if k in params), None)
-    return _CACHE_ARGUMENT[kind]
-
-
-def positions(mask: torch.Tensor) -> torch.Tensor:
-    """Position ids of a left-padded batch: 0 at each row's first real token."""
-    return (mask.cumsum(-1) - 1).clamp(min=0)
-
-
-@dataclass(frozen=True)
-class Prefill:
-    """What :func:`prefill_groups` returns: the prompts' last hidden states ``[P, L, H]``
-    and their cache repeated for the ``n`` rows of each prompt, under its argument name."""
-
-    hidden: torch.Tensor
-    cache: Any
-    argument: str
-
-
-def prefill_groups(
-    decoder: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, n: int
-) -> Prefill | None:
-    """Run one row of every group of ``n`` equal rows through ``decoder`` and repeat
-    its key/value cache ``n`` times (rows ``i * n .. (i + 1) * n - 1`` share a prompt).
-
-    Returns None when the decoder has no cache to share (the caller then runs
-    every row in full). Gradients flow unless the caller disables them.
-    """
-    name = None if decoder is None else cache_argument(decoder)
-    if name is None:
-        return None
-    ids, attn = input_ids[::n], attention_mask[::n]
-    out = decoder(input_ids=ids, attention_mask=attn, position_ids=positions(attn), use_cache=True)
-    cache = getattr(out, name, None)
-    if cache is None or not hasattr(cache, "batch_repeat_interleave"):
-        return None
-    cache.batch_repeat_interleave(n)
-    return Prefill(out.last_hidden_state, cache, name)
-
-
-def completion_hidden(
-    model: Any, packed: Packed, *, group_size: int = 1, share_prompt_prefix: bool = True
-) -> torch.Tensor:
-    """The decoder's hidden states ``[N, Tc, H]`` that predict each completion token.
-
-    With ``share_prompt_prefix`` and rows that are whole groups of
-    ``group_size`` completions of one prompt, each prompt runs once
-    (:func:`prefill_groups`); otherwise every row runs in full. Both give the
-    same values.
-    """
-    decoder = decoder_of(model)
-    pid, pmask, cid, cmask = (
-        packed.prompt_ids,
-        packed.prompt_mask,
-        packed.completion_ids,
-        packed.completion_mask.long(),
-    )
-    n, Tc = cid.shape
-    G = group_size
-    pre = None
-    # Under gradient checkpointing the layers drop the cache while they record for the
-    # backward (a recompute would write it twice): every row then runs in full.
-    recomputed = torch.is_grad_enabled() and model.training and checkpointing(model)
-    if share_prompt_prefix and G > 1 and n % G == 0 and not recomputed:
-        pre = prefill_groups(decoder, pid, pmask, G)
-    if pre is None:
-        ids = torch.cat([pid, cid], dim=1)
-        attn = torch.cat([pmask, cmask], dim=1)
-        out = decoder(
-            input_ids=ids, attention_mask=attn, position_ids=positions(attn), use_cache=False
-        )
-        Lp = pid.shape[1]
-        return out.last_hidden_state[:, Lp - 1 : Lp - 1 + Tc]
-    # The last prompt token predicts the first completion token; the cache
-    # holds the whole prompt, so the completion's own tokens (but the last)
-    # predict the rest.
-    parts = [pre.hidden[:, -1:].repeat_interleave(G, 0)]
-    if Tc > 1:
-        attn = torch.cat([pmask, cmask], dim=1)[:, :-1]
-        last = positions(pmask)[:, -1:]
-        pos = last + 1 + torch.arange(Tc - 1, device=cid.device).expand(n, -1)
-        rest = decoder(
-            input_ids=cid[:, :-1],
-            attention_mask=attn,
-            position_ids=pos,
-            use_cache=True,
-            **{pre.argument: pre.cache},
-        )
-        parts.append(rest.last_hidden_state)
-    return torch.cat(parts, dim=1)
-
-
-def completion_logprobs(
-    model: Any,
-    packed: Packed,
-    *,
-    temperature: float = 1.0,
-    group_size: int = 1,
-    share_prompt_prefix: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-probs and entropies ``[N, Tc]`` of the completion tokens (0 where masked).
-
-    Through the decoder's hidden states and the chunked
-    :func:`~grpo_fast.logprobs.token_logprobs`, so the ``[N, T, V]`` logits
-    never exist at once.
-    """
-    if isinstance(model, AdaptersDisabled):
-        # The reference runs as a frozen copy would: adapters off, no dropout.
-        policy, was_training = model.model, model.model.training
-        policy.eval()
-        try:
-            with policy.disable_adapter():
-                return completion_logprobs(
-                    policy,
-                    packed,
-                    temperature=temperature,
-                    group_size=group_size,
-                    share_prompt_prefix=share_prompt_prefix,
-                )
-        finally:
-            policy.train(was_training)
-    hidden = completion_hidden(
-        model, packed, group_size=group_size, share_prompt_prefix=share_prompt_prefix
-    )
-    head = model.get_output_embeddings()
-    return token_logprobs(
-        # Under autocast the last hidden state may come out in another dtype than the head.
-        hidden.to(head.weight.dtype),
-        head.weight,
-        packed.completion_ids,
-        bias=head.bias,
-        temperature=temperature,
-        mask=packed.completion_mask,
-        return_entropy=True,
-    )
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        return getattr(importlib.import_module(f"grpo_fast.train.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

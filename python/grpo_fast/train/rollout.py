@@ -1,392 +1,175 @@
-"""One step's rollouts: the rewards of a run and the immutable :class:`Batch`.
+"""One step's rollouts: sample, score, advantages, as an immutable :class:`Batch`.
 
-The trainer scores completions with what :mod:`grpo_fast.rewards` builds, the
-one reward system of the package. :class:`RunRewards` takes any mix of
+:func:`collect` is the first half of :meth:`Trainer.step
+<grpo_fast.train.trainer.Trainer.step>`: this rank's prompts (from the
+curriculum), ``G`` completions each (the sampler), their rewards (the run's
+:class:`~grpo_fast.run_rewards.RunRewards`), gathered across ranks, the
+advantages (Rust), step-level advantages with a process reward, and the
+curriculum's update; with dynamic sampling, more rounds while some groups
+carry no signal. It reads the run's parts from the trainer (:class:`Parts`).
 
-- reward specs (``MathReward()``, ``FormatReward(...)``, ...; compiled
-  together by :func:`grpo_fast.rewards.combine`, scored in one Rust call),
-- a compiled :class:`grpo_fast.rewards.Rewards` (its weights kept),
-- a function with TRL's signature, ``f(completions, **columns) ->
-  list[float | None]`` (weight 1, or ``(f, weight)``), which gets the
-  dataset's columns (``answer``, ...) and ``prompts`` and ``completion_ids``
-  as keyword arguments, as TRL's ``GRPOTrainer`` passes them (for
-  conversational prompts, each completion as ``[{"role": "assistant",
-  "content": ...}]``),
-- names from the command line (:func:`parse_reward`: ``"math"``,
-  ``"format:0.5"``, ``"my_pkg.rewards.fn:0.1"``),
-
-and returns the weighted total and one column per reward, by name, which the
-trainer logs as ``reward/<name>``.
-
-Examples
---------
->>> from grpo_fast import rewards
->>> r = RunRewards.build(["math", rewards.FormatReward(r"^\\d+$", weight=0.5)])
->>> s = r.score(["4", "so 4", "5"], [{"answer": "4"}] * 3)
->>> s.total.tolist(), s.columns["math"].tolist(), s.columns["format"].tolist()
-([1.5, 1.0, 0.5], [1.0, 1.0, 0.0], [1.0, 0.0, 1.0])
+The rewards of a run (:class:`~grpo_fast.run_rewards.RunRewards`,
+:func:`~grpo_fast.run_rewards.parse_reward`) are the top layer's; their names
+stay importable from here.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import math
-import os
-import re
-import sys
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from grpo_fast import rewards as _rewards
+from grpo_fast.advantages import compute_advantages
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.sampling import Completions
-
-__all__ = ["REWARD_NAMES", "Batch", "RewardLike", "RunRewards", "parse_reward"]
-
-#: DeepSeek-R1's format: reasoning in ``<think>`` tags, then the answer in ``<answer>`` tags.
-THINK_ANSWER_FORMAT = r"^<think>.*?</think>\s*<answer>.*?</answer>$"
-
-#: The rewards the command line knows by name (``--reward NAME[:WEIGHT]``); a
-#: table in a config file passes its other keys to the spec's constructor.
-REWARD_NAMES: dict[str, Callable[..., _rewards.RewardSpec]] = {
-    "math": _rewards.MathReward,
-    "exact": _rewards.ExactMatchReward,
-    "choice": _rewards.ChoiceReward,
-    "format": lambda pattern=THINK_ANSWER_FORMAT, **kw: _rewards.FormatReward(pattern, **kw),
-    "overlong": _rewards.OverlongReward,
-}
-
-RewardLike = (
-    _rewards.RewardSpec
-    | _rewards.Rewards
-    | Callable[..., Sequence[Any]]
-    | tuple[Callable[..., Sequence[Any]], float]
-    | str
-    | Mapping[str, Any]
+from grpo_fast.run_rewards import (
+    REWARD_NAMES,
+    THINK_ANSWER_FORMAT,
+    RewardLike,
+    RunRewards,
+    parse_reward,
 )
+from grpo_fast.sampling import Completions, SamplingParams
+
+__all__ = [
+    "REWARD_NAMES",
+    "THINK_ANSWER_FORMAT",
+    "Batch",
+    "Parts",
+    "RewardLike",
+    "RunRewards",
+    "collect",
+    "nanmean",
+    "parse_reward",
+]
 
 
-def _weight(text: str, where: str) -> float:
-    try:
-        w = float(text)
-    except ValueError:
-        w = math.nan
-    if not math.isfinite(w):
-        raise InvalidInputError(f"reward {where!r}: the weight after ':' must be a number")
-    return w
+class Parts(Protocol):
+    """What a rollout reads from the trainer (:class:`~grpo_fast.train.trainer.Trainer`)."""
+
+    config: Any  # TrainerConfig
+    dist: Any  # Distributed
+    prompts: Any  # the prompt order: Curriculum or UniformPrompts
+    train_rows: Sequence[dict[str, Any]]
+    train_prompts: Sequence[Any]
+    sampler: Any
+    policy: Any  # the model under DDP / FSDP2 (with_full_weights)
+    precision: Any  # MixedPrecision
+    params: SamplingParams
+    rewards: RunRewards
+    process: Any  # ProcessReward or None
+    tokenizer: Any
 
 
-def _import(path: str) -> Any:
-    """``pkg.module.attr`` or ``pkg.module:attr``, importable from the current directory
-    too (as ``python -m`` makes it: a ``myrewards.py`` beside the command works)."""
-    module, sep, attr = path.partition(":")
-    if not sep:
-        module, _, attr = path.rpartition(".")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
-        raise InvalidInputError(f"reward {path!r} cannot be imported: {e}") from None
+def collect(t: Parts) -> tuple[Batch, dict[str, Any]]:
+    """Sample and score groups of this rank's prompts; with dynamic sampling, refill
+    the batch with new groups while some carry no signal.
 
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]*$")
-
-
-def _split_spec(spec: str) -> tuple[str, str | None]:
-    """``NAME[:WEIGHT]`` or ``MODULE:FUNCTION[:WEIGHT]`` as (name, weight text or None);
-    anything else is an error that shows the forms (and only the start of a long spec)."""
-    parts = spec.split(":")
-    shown = spec if len(spec) <= 60 else spec[:57] + "..."
-    forms = (
-        f"reward {shown!r}: expected NAME[:WEIGHT] (NAME one of {list(REWARD_NAMES)} or a "
-        "dotted import path) or MODULE:FUNCTION[:WEIGHT]; a built-in reward's options go in "
-        "a config file table ({name = ..., weight = ...})"
-    )
-    if len(parts) == 1:
-        return parts[0], None
-    if len(parts) == 2:
-        if _IDENTIFIER.match(parts[1].strip()) and parts[0].strip() not in REWARD_NAMES:
-            return f"{parts[0].strip()}:{parts[1].strip()}", None  # module:function
-        return parts[0], parts[1]
-    if len(parts) == 3 and all(_IDENTIFIER.match(p.strip()) for p in parts[:2]):
-        if parts[0].strip() not in REWARD_NAMES:
-            return f"{parts[0].strip()}:{parts[1].strip()}", parts[2]
-    raise InvalidInputError(forms)
-
-
-def _options_error(where: str, factory: Any, options: Mapping[str, Any]) -> InvalidInputError:
-    """A reward's unknown options, named with the ones it takes (not Python's signature)."""
-    try:
-        known = [
-            p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kw")
-        ]
-    except (TypeError, ValueError):
-        known = []
-    unknown = sorted(set(options) - set(known)) if known else sorted(options)
-    return InvalidInputError(
-        f"reward {where!r}: unknown option(s) {unknown}" + (f"; it takes {known}" if known else "")
-    )
-
-
-def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = None) -> RewardLike:
-    """A reward from its command-line form.
-
-    ``NAME[:WEIGHT]`` with ``NAME`` one of :data:`REWARD_NAMES` (``math``,
-    ``exact``, ``choice``, ``format`` (:data:`THINK_ANSWER_FORMAT`),
-    ``overlong`` (DAPO's soft punishment of lengths beyond
-    ``max_new_tokens`` minus a fifth of it), or a dotted import path to a
-    reward spec, a compiled ``Rewards`` or a TRL-style function. A table
-    (from a config file) has ``name``, optional ``weight``, and the spec's
-    own options: ``{name = "format", pattern = "^\\\\d+$", weight = 0.5}``.
-
-    Examples
-    --------
-    >>> parse_reward("format:0.5")
-    FormatReward(pattern='^<think>.*?</think>\\\\s*<answer>.*?</answer>$', dot_all=True, weight=0.5, name=None)
-    >>> parse_reward({"name": "math", "rel_tol": 0.01}).rel_tol
-    0.01
-    """  # noqa: E501
-    if isinstance(spec, Mapping):
-        options = dict(spec)
-        name = options.pop("name", None)
-        if not isinstance(name, str):
-            raise InvalidInputError(f"a reward table needs a 'name' (one of {list(REWARD_NAMES)})")
-        where = name
-    elif isinstance(spec, str):
-        name, weight = _split_spec(spec)
-        options = {"weight": _weight(weight, spec)} if weight is not None else {}
-        where = spec if len(spec) <= 60 else spec[:57] + "..."
-    else:
-        raise InvalidInputError(
-            f"a reward name must be a str or a table, not {type(spec).__name__}"
-        )
-    name = name.strip()
-    if name in REWARD_NAMES:
-        if name == "overlong" and max_new_tokens is not None:
-            options.setdefault("max_length", max_new_tokens)
-            options.setdefault("cache_length", max(1, max_new_tokens // 5))
-        try:
-            return REWARD_NAMES[name](**options)
-        except TypeError:
-            raise _options_error(where, REWARD_NAMES[name], options) from None
-    if "." in name or ":" in name:
-        obj = _import(name)
-        w = options.pop("weight", None)
-        if options:
-            raise InvalidInputError(f"reward {where!r}: options {sorted(options)} are not used")
-        if w is None:
-            return obj
-        if isinstance(obj, _rewards.RewardSpec):
-            import dataclasses
-
-            return dataclasses.replace(obj, weight=w)
-        return (obj, w)
-    raise InvalidInputError(
-        f"unknown reward {where!r}; expected one of {list(REWARD_NAMES)}, a dotted import "
-        "path or MODULE:FUNCTION"
-    )
-
-
-@dataclass(frozen=True)
-class _Function:
-    name: str
-    fn: Callable[..., Sequence[Any]]
-    weight: float
-
-
-class RunRewards:
-    """The rewards of a run, built once; :meth:`score` scores a batch.
-
-    Use :meth:`build`; see the module docstring for what it takes.
+    Rewards are gathered from every rank before the advantages, so each
+    rank's advantages (and the curriculum, and the metrics) are those of
+    the whole step.
     """
+    cfg, dist = t.config, t.dist
+    P, G = cfg.prompts_per_step, cfg.num_generations
+    kept: list[Batch] = []
+    stats: dict[str, Any] = {"time_sampling": 0.0, "time_verify": 0.0}
+    rounds = 1 + (cfg.max_refill_rounds if cfg.dynamic_sampling else 0)
+    # The whole step's groups (every rank's), and this rank's rows of them.
+    group_ids = np.repeat(np.arange(P * dist.world), G)
+    mine = slice(dist.rank * P * G, (dist.rank + 1) * P * G)
+    for r in range(rounds):
+        batch, adv = _round(t, group_ids, mine, stats, first=r == 0)
+        if not cfg.dynamic_sampling:
+            kept.append(batch)
+            break
+        kept.append(batch.take(adv.keep[mine].reshape(P, G).any(axis=1)))
+        if dist.all_min(sum(len(b.prompt_index) for b in kept)) >= P:
+            break
+    batch = Batch.concat(kept, G)
+    # Every rank trains as many groups: the engines need the same passes on each.
+    groups = min(P, dist.all_min(len(batch.prompt_index)))
+    if len(batch.prompt_index) > groups:
+        batch = batch.take(np.arange(groups))
+    stats["sampling_rounds"] = r + 1
+    stats["groups_trained"] = len(batch.prompt_index)
+    return batch, stats
 
-    def __init__(self, parts: Sequence[_rewards.Rewards | _Function]) -> None:
-        self.parts = tuple(parts)
-        names: list[str] = []
-        self._names: list[tuple[str, ...]] = []
-        for part in self.parts:
-            own = part.names if isinstance(part, _rewards.Rewards) else (part.name,)
-            unique = []
-            for base in own:
-                name, k = base, 1
-                while name in names:
-                    k += 1
-                    name = f"{base}_{k}"
-                names.append(name)
-                unique.append(name)
-            self._names.append(tuple(unique))
-        #: Column names, in order; the first is the one ``eval_accuracy`` reads.
-        self.names: tuple[str, ...] = tuple(names)
 
-    @classmethod
-    def build(
-        cls, rewards: RewardLike | Sequence[RewardLike], *, max_new_tokens: int | None = None
-    ) -> RunRewards:
-        """Compile what the user gave (a single reward or a list; see the module docstring)."""
-        if isinstance(rewards, RunRewards):
-            return rewards
-        items = (
-            list(rewards)
-            if isinstance(rewards, (list, tuple)) and not _is_weighted_fn(rewards)
-            else [rewards]
+def _round(
+    t: Parts, group_ids: np.ndarray, mine: slice, stats: dict[str, Any], *, first: bool
+) -> tuple[Batch, Any]:
+    """One draw of prompts: sample -> score -> advantages -> curriculum update."""
+    cfg, dist = t.config, t.dist
+    P, G = cfg.prompts_per_step, cfg.num_generations
+    # The same draw on every rank; each takes its slice.
+    idx_all = t.prompts.draw(P * dist.world)
+    idx = idx_all[dist.rank * P : (dist.rank + 1) * P]
+    rows = [t.train_rows[i] for i in idx for _ in range(G)]
+    t0 = time.perf_counter()
+    comp = _sample(t, idx, G, t.params)
+    inputs = _estimator_inputs(t, idx, comp)
+    t1 = time.perf_counter()
+    scores = t.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+    total = dist.gather(scores.total)
+    adv = compute_advantages(total, group_ids, estimator=cfg.estimator, scale=cfg.scale, **inputs)
+    stats["time_sampling"] += t1 - t0
+    stats["time_verify"] += time.perf_counter() - t1
+    t.prompts.update(idx_all, adv.solve_rate)
+    if first:  # what the current policy does on fresh prompts
+        stats.update(
+            reward_mean=nanmean(total),
+            reward_std=float(np.nanstd(total)),
+            **{f"reward/{k}": nanmean(dist.gather(v)) for k, v in scores.columns.items()},
+            solve_rate=nanmean(adv.solve_rate),
+            frac_zero_std=float(adv.frac_zero_std),
         )
-        if not items:
-            raise InvalidInputError("no rewards given: name at least one (e.g. 'math')")
-        parsed = [
-            parse_reward(x, max_new_tokens=max_new_tokens) if isinstance(x, (str, Mapping)) else x
-            for x in items
-        ]
-        specs = [x for x in parsed if isinstance(x, _rewards.RewardSpec)]
-        parts: list[_rewards.Rewards | _Function] = []
-        for i, x in enumerate(parsed):
-            if isinstance(x, _rewards.RewardSpec):
-                if x is specs[0]:  # all specs compiled together, scored in one Rust call
-                    parts.append(_rewards.combine(specs))
-            elif isinstance(x, _rewards.Rewards):
-                parts.append(x)
-            elif _is_weighted_fn(x):
-                fn, w = x  # type: ignore[misc]
-                parts.append(_Function(_fn_name(fn), fn, _weight(str(w), _fn_name(fn))))
-            elif callable(x):
-                parts.append(_Function(_fn_name(x), x, 1.0))
-            else:
-                raise InvalidInputError(
-                    f"rewards[{i}] is {type(x).__name__}; expected a reward spec, a Rewards, "
-                    "a function f(completions, **columns), a (function, weight) pair or a name"
-                )
-        return cls(parts)
-
-    def __repr__(self) -> str:
-        return f"RunRewards({', '.join(self.names)})"
-
-    def score(
-        self,
-        completions: Sequence[str],
-        rows: Sequence[Mapping[str, Any]],
-        *,
-        completion_ids: Sequence[Sequence[int]] | None = None,
-        trainer_state: Any = None,
-    ) -> _rewards.RewardScores:
-        """The rewards of ``completions``, one dataset row each (gold in ``answer``).
-
-        Returns the weighted total and the unweighted column of every reward. As
-        TRL sums them, a reward that cannot score an item (NaN: a gold without a
-        choice letter for ``choice``, a function's None) is left out of its
-        total; the total is NaN only where no weighted reward scored the item.
-        ``trainer_state`` (``global_step``, ``epoch``, ``max_steps``: a
-        ``transformers.TrainerState``, as TRL passes it) goes to functions with
-        TRL's signature.
-        """
-        texts = list(completions)
-        if len(rows) != len(texts):
-            raise InvalidInputError(f"{len(texts)} completions but {len(rows)} rows")
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise InvalidInputError(f"completions[{i}] is {type(t).__name__}; expected a str")
-        golds = [r.get("answer") for r in rows]
-        lengths = (
-            None
-            if completion_ids is None
-            else np.fromiter((len(c) for c in completion_ids), np.int64, len(texts))
+    advantages = adv.advantages[mine]
+    if t.process is not None:  # [P * G, T]: outcome + weight * process
+        advantages, step_stats = t.process.token_advantages(
+            comp.texts,
+            comp.completion_ids,
+            t.tokenizer,
+            group_ids[mine],
+            advantages,
+            rows,
+            scale=cfg.scale,
+            dist=dist,
         )
-        total = np.zeros(len(texts), np.float32)
-        scored = np.zeros(len(texts), bool)
-        columns: dict[str, npt.NDArray[np.float32]] = {}
-        for part, names in zip(self.parts, self._names, strict=True):
-            if isinstance(part, _rewards.Rewards):
-                s = part.score_batch(texts, golds, lengths)
-                weights = [spec.weight for spec in part.specs]
-                for name, col in zip(names, s.columns.values(), strict=True):
-                    columns[name] = col
-                cols = list(zip(s.columns.values(), weights, strict=True))
-            else:
-                col = self._call(part, names[0], texts, rows, completion_ids, trainer_state)
-                columns[names[0]] = col
-                cols = [(col, part.weight)]
-            for col, weight in cols:
-                if weight != 0:  # TRL's nansum: an item a reward cannot score adds nothing
-                    ok = ~np.isnan(col)
-                    total = total + np.where(ok, np.float32(weight) * col, np.float32(0))
-                    scored |= ok
-        total = np.where(scored, total, np.float32(np.nan))
-        return _rewards.RewardScores(total=total.astype(np.float32), columns=columns)
-
-    @staticmethod
-    def _call(
-        part: _Function,
-        name: str,
-        texts: list[str],
-        rows: Sequence[Mapping[str, Any]],
-        completion_ids: Sequence[Sequence[int]] | None,
-        trainer_state: Any = None,
-    ) -> npt.NDArray[np.float32]:
-        keys = [k for k in rows[0] if k != "prompt"] if rows else []
-
-        def call(idx: Sequence[int]) -> Any:
-            # As TRL does: conversational prompts get their completions as assistant messages.
-            chat = bool(rows) and isinstance(rows[0].get("prompt"), list)
-            picked = [texts[i] for i in idx]
-            extra = {} if trainer_state is None else {"trainer_state": trainer_state}
-            return part.fn(
-                completions=[[{"role": "assistant", "content": t}] for t in picked]
-                if chat
-                else picked,
-                prompts=[rows[i].get("prompt") for i in idx],
-                completion_ids=None
-                if completion_ids is None
-                else [list(completion_ids[i]) for i in idx],
-                **{k: [rows[i].get(k) for i in idx] for k in keys},
-                **extra,
-            )
-
-        everything = range(len(texts))
-        try:
-            out = list(call(everything))
-        except Exception as e:  # the user's code: name it, and the sample it fails on
-            raise InvalidInputError(_raised(name, e, call, texts)) from e
-        if len(out) != len(texts):
-            raise InvalidInputError(
-                f"reward {name!r} returned {len(out)} values for {len(texts)} completions"
-            )
-        try:
-            return np.array([np.nan if v is None else float(v) for v in out], np.float32)
-        except (TypeError, ValueError) as e:
-            raise InvalidInputError(f"reward {name!r} returned a non-number: {e}") from None
+        stats.update(step_stats if first else {})
+    return Batch(idx, comp, scores.total, scores.columns, advantages), adv
 
 
-def _raised(name: str, error: Exception, call: Callable[..., Any], texts: list[str]) -> str:
-    """What to say when the reward function ``name`` raised ``error`` on a batch: the
-    first sample it raises on alone (called one at a time to find it), and the error."""
-    for i in range(len(texts)):
-        try:
-            call([i])
-        except Exception as e:  # noqa: BLE001 (the user's code: any exception)
-            return (
-                f"reward function {name!r} raised on sample {i} (completion "
-                f"{texts[i][:60]!r}): {type(e).__name__}: {e}"
-            )
-    return f"reward function {name!r} raised on the batch: {type(error).__name__}: {error}"
+def _sample(t: Parts, idx: np.ndarray, n: int, params: SamplingParams) -> Completions:
+    with t.precision.autocast():
+        comp: Completions = t.policy.with_full_weights(
+            t.sampler.sample, [t.train_prompts[i] for i in idx], n, params
+        )
+    return comp
 
 
-def _is_weighted_fn(x: Any) -> bool:
-    return (
-        isinstance(x, tuple)
-        and len(x) == 2
-        and callable(x[0])
-        and not isinstance(x[0], (_rewards.RewardSpec, _rewards.Rewards))
-        and isinstance(x[1], (int, float))
-        and not isinstance(x[1], bool)
-    )
+def _estimator_inputs(t: Parts, idx: np.ndarray, comp: Completions) -> dict[str, np.ndarray]:
+    """What ``remax`` and ``opo`` need besides the rewards, gathered from every rank:
+    the total reward of each prompt's greedy completion (ReMax's baseline, sampled
+    here), or the completions' token lengths."""
+    cfg = t.config
+    if cfg.estimator == "opo":
+        lengths = np.array([len(c) for c in comp.completion_ids], np.float64)
+        return {"lengths": t.dist.gather(lengths)}
+    if cfg.estimator != "remax":
+        return {}
+    rows = [t.train_rows[i] for i in idx]
+    greedy = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=0.0)
+    best = _sample(t, idx, 1, greedy)
+    reward = t.rewards.score(best.texts, rows, completion_ids=best.completion_ids).total
+    baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
+    return {"baselines": t.dist.gather(baselines)}
 
 
-def _fn_name(fn: Any) -> str:
-    return str(getattr(fn, "__name__", type(fn).__name__))
+def nanmean(x: np.ndarray) -> float:
+    return float(np.nanmean(x)) if len(x) and not np.isnan(x).all() else float("nan")
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -17,13 +17,18 @@ policy losses with verl's signatures, one module per role:
 - :mod:`~grpo_fast.integrations.verl.plugin`: their registration in verl's
   registries, which the package's ``verl.plugins`` entry point runs in every
   process that imports verl (or ``VERL_USE_EXTERNAL_MODULES=grpo_fast.integrations.verl``).
+
+Importing this package imports neither verl nor torch: in a process that has
+not imported verl (a reward server, a test), :func:`compute_score` and the
+estimators are at hand without verl's trainer stack; once verl is imported,
+this package registers itself (and verl's plugin loading imports the plugin).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from grpo_fast.integrations.verl import plugin  # noqa: F401  (registers when verl is installed)
 from grpo_fast.integrations.verl.estimators import (
     REGISTERED_NAMES,
     compute_gpg_outcome_advantage,
@@ -74,6 +79,10 @@ __all__ = [
     "register_verl_reward_manager",
     "score_items",
 ]
+
+
+if "verl" in sys.modules:  # imported by verl (VERL_USE_EXTERNAL_MODULES) or after it
+    from grpo_fast.integrations.verl import plugin  # noqa: F401  (registers)
 
 
 def __getattr__(name: str) -> Any:

@@ -57,6 +57,7 @@ import numpy as np
 
 from grpo_fast.advantages import broadcast_to_tokens, compute_advantages
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.names import ADVANTAGE_EPS
 
 __all__ = [
     "REGISTERED_NAMES",
@@ -125,7 +126,7 @@ def compute_grpo_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     norm_adv_by_std_in_grpo: bool = True,
     config: Any = None,
 ) -> tuple[Any, Any]:
@@ -159,7 +160,7 @@ def compute_grpo_vectorized_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     norm_adv_by_std_in_grpo: bool = True,
     config: Any = None,
 ) -> tuple[Any, Any]:
@@ -173,7 +174,7 @@ def compute_rloo_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     config: Any = None,
     **kwargs: Any,
 ) -> tuple[Any, Any]:
@@ -193,7 +194,7 @@ def compute_rloo_vectorized_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     config: Any = None,
     **kwargs: Any,
 ) -> tuple[Any, Any]:
@@ -208,7 +209,7 @@ def compute_reinforce_plus_plus_baseline_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     config: Any = None,
     **kwargs: Any,
 ) -> tuple[Any, Any]:
@@ -245,7 +246,7 @@ def compute_grpo_passk_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     norm_adv_by_std_in_grpo: bool = True,
     config: Any = None,
     **kwargs: Any,
@@ -321,7 +322,7 @@ def compute_opo_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     config: Any = None,
     **kwargs: Any,
 ) -> tuple[Any, Any]:
@@ -345,7 +346,7 @@ def compute_gpg_outcome_advantage(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     f_norm: float = 1.0,
     alpha: float = 1.0,
     config: Any = None,
@@ -377,7 +378,7 @@ def _registered_grpo(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any = None,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     norm_adv_by_std_in_grpo: bool | None = None,
     config: Any = None,
     **kwargs: Any,
@@ -392,7 +393,7 @@ def _registered_grpo_vectorized(
     token_level_rewards: Any,
     response_mask: Any,
     index: Any = None,
-    epsilon: float = 1e-6,
+    epsilon: float = ADVANTAGE_EPS,
     norm_adv_by_std_in_grpo: bool = True,
     config: Any = None,
     **kwargs: Any,

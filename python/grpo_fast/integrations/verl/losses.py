@@ -116,27 +116,28 @@ def _verl_policy_loss(
 ) -> tuple[Any, dict[str, Any]]:
     import torch
 
-    from grpo_fast.loss import policy_loss
+    from grpo_fast.loss import LossOptions, policy_loss
 
     clip = float(_get(config, "clip_ratio", 0.2))
-    low = float(_get(config, "clip_ratio_low", clip))
-    high = float(_get(config, "clip_ratio_high", clip))
     info = _get(config, "global_batch_info", None) or {}
     like = dict(dtype=log_prob.dtype, device=log_prob.device)
     old = old_log_prob.to(**like)
     mask = response_mask.bool()
     loss_type, normalizer = _aggregation(loss_agg_mode, mask, info)
+    options = LossOptions(
+        eps_low=float(_get(config, "clip_ratio_low", clip)),
+        eps_high=float(_get(config, "clip_ratio_high", clip)),
+        dual_clip=float(_get(config, "clip_ratio_c", 3.0)) if dual_clip else None,
+        importance_sampling_level=level,
+        loss_type=loss_type,
+    )
     weights = None if rollout_is_weights is None else rollout_is_weights.to(**like)
     loss, m = policy_loss(
         log_prob,
         old,
         advantages.to(**like),
         mask,
-        eps_low=low,
-        eps_high=high,
-        dual_clip=float(_get(config, "clip_ratio_c", 3.0)) if dual_clip else None,
-        importance_sampling_level=level,
-        loss_type=loss_type,
+        options,
         normalizer=normalizer,
         token_weights=weights,
     )

@@ -2,8 +2,7 @@
 
 verl imports every ``verl.plugins`` entry point in ``import verl``, so in the
 driver that runs ``compute_advantage`` and in every Ray worker; the entry point
-of this package imports :mod:`grpo_fast.integrations.verl`, which imports this
-module, which registers the estimators of
+of this package imports this module, which registers the estimators of
 :mod:`~grpo_fast.integrations.verl.estimators` in verl's registry as
 ``grpo_fast_grpo``, ``grpo_fast_grpo_vectorized``, ``grpo_fast_rloo``,
 ``grpo_fast_rloo_vectorized``, ``grpo_fast_reinforce_plus_plus_baseline``,
@@ -15,7 +14,8 @@ and the policy losses of :mod:`~grpo_fast.integrations.verl.losses` in verl's
 policy-loss registry as ``grpo_fast_vanilla`` and ``grpo_fast_gspo``
 (``actor_rollout_ref.actor.policy_loss.loss_mode=grpo_fast_vanilla``).
 Without the installed entry point,
-``VERL_USE_EXTERNAL_MODULES=grpo_fast.integrations.verl`` does the same.
+``VERL_USE_EXTERNAL_MODULES=grpo_fast.integrations.verl`` does the same (the
+package imports this module when verl is imported).
 """
 
 from __future__ import annotations

@@ -69,6 +69,39 @@ def _decode(tokenizer: Any, ids: list[list[int]]) -> list[str]:
     return [tokenizer.decode(x, skip_special_tokens=True) for x in ids]
 
 
+def _record(data: Any) -> tuple[list[int], Any, Any, Any]:
+    """What scoring one sample needs, read from verl's columns without building DataProto
+    items: its response's tokens, data source, gold and extra info. Several outputs of
+    one session: the last is scored, as verl's managers do."""
+    ids = data.batch["responses"][-1]
+    length = int(data.batch["attention_mask"][-1][-ids.shape[-1] :].sum())
+    extra = data.non_tensor_batch
+    return (
+        ids[:length].tolist(),
+        extra["data_source"][-1],
+        extra["reward_model"][-1]["ground_truth"],
+        extra["extra_info"][-1] if "extra_info" in extra else None,
+    )
+
+
+def _score_records(
+    tokenizer: Any, options: dict[str, Any], records: list[Any]
+) -> list[dict[str, Any]]:
+    """verl's reward-loop results of the records, decoded and scored in one call."""
+    texts = _decode(tokenizer, [r[0] for r in records])
+    scores, correct, _ = score_items(
+        [r[1] for r in records],
+        texts,
+        [r[2] for r in records],
+        [r[3] for r in records],
+        **options,
+    )
+    return [
+        {"reward_score": float(s), "reward_extra_info": {"acc": float(c)}}
+        for s, c in zip(scores.tolist(), correct.tolist(), strict=True)
+    ]
+
+
 def _make_reward_manager() -> Any:
     import asyncio
 
@@ -105,19 +138,8 @@ def _make_reward_manager() -> Any:
 
         async def run_single(self, data: Any) -> dict[str, Any]:
             loop = asyncio.get_running_loop()
-            # Several outputs of one session: the last is scored, as verl's managers do.
-            # Read from the columns, without building DataProto items.
-            ids = data.batch["responses"][-1]
-            length = int(data.batch["attention_mask"][-1][-ids.shape[-1] :].sum())
-            extra = data.non_tensor_batch
-            record = (
-                ids[:length].tolist(),
-                extra["data_source"][-1],
-                extra["reward_model"][-1]["ground_truth"],
-                extra["extra_info"][-1] if "extra_info" in extra else None,
-            )
             future = loop.create_future()
-            self._pending.append((record, future))
+            self._pending.append((_record(data), future))
             if not self._busy:
                 self._busy = True
                 loop.call_soon(self._start, loop)
@@ -145,18 +167,7 @@ def _make_reward_manager() -> Any:
                     self._busy = False
 
         def _score_sync(self, records: list[Any]) -> list[dict[str, Any]]:
-            texts = _decode(self.tokenizer, [r[0] for r in records])
-            scores, correct, _ = score_items(
-                [r[1] for r in records],
-                texts,
-                [r[2] for r in records],
-                [r[3] for r in records],
-                **self.options,
-            )
-            return [
-                {"reward_score": float(s), "reward_extra_info": {"acc": float(c)}}
-                for s, c in zip(scores.tolist(), correct.tolist(), strict=True)
-            ]
+            return _score_records(self.tokenizer, self.options, records)
 
     _GrpoFastRewardManager.__name__ = _GrpoFastRewardManager.__qualname__ = "GrpoFastRewardManager"
     return _GrpoFastRewardManager
