@@ -21,6 +21,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from grpo_fast.cli import main  # noqa: E402
+from grpo_fast.errors import InvalidInputError  # noqa: E402
 
 ROWS = [{"prompt": "q", "completion": c, "answer": "4"} for c in ("4", "5", "so 4", "x")]
 
@@ -97,6 +98,42 @@ def test_out_of_range_eval_values_are_refused_at_parse_time_naming_the_flag(caps
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--num-generations", "1"], "--num-generations: must be >= 2, got 1"),
+        (["--learning-rate", "0"], "--learning-rate: must be > 0, got 0"),
+        (["--warmup-steps", "-1"], "--warmup-steps: must be >= 0, got -1"),
+        (["--max-grad-norm", "-0.5"], "--max-grad-norm: must be >= 0, got -0.5"),
+        (["--sapo-tau-pos", "0"], "--sapo-tau-pos: must be > 0, got 0"),
+        (["--top-p", "1.5"], "--top-p: must be <= 1, got 1.5"),
+        (["--learning-rate", "nan"], "--learning-rate: must be > 0, got nan"),
+    ],
+)
+def test_out_of_range_train_values_are_refused_at_parse_time_naming_the_flag(
+    tmp_path, capsys, argv, message
+):
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--output-dir", str(tmp_path / "o"), *argv])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {message}" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()  # refused before anything was made
+
+
+def test_a_config_built_in_python_is_checked_against_the_same_bounds():
+    from grpo_fast.train.config import TrainerConfig
+
+    for field, value, why in (
+        ("num_generations", 1, "must be >= 2"),
+        ("learning_rate", 0.0, "must be > 0"),
+        ("top_p", 1.5, "must be <= 1"),
+        ("sapo_tau_pos", 0.0, "must be > 0"),
+    ):
+        with pytest.raises(InvalidInputError, match=f"^{field} {why}, got {value!r}$"):
+            TrainerConfig(**{field: value}).validate()
 
 
 # ---------------------------------------------------------------------- pipes and signals

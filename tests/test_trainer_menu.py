@@ -165,7 +165,6 @@ def test_menu_flags_on_the_command_line(tmp_path):
     ("flags", "message"),
     [
         (["--top-entropy-quantile", "1.5"], "top_entropy_quantile must be in [0, 1]"),
-        (["--sapo-tau-pos", "0"], "sapo_tau_pos and sapo_tau_neg must be > 0"),
         (["--eps-low", "1.0"], "eps_low must be < 1 with surrogate='ppo'"),
         (["--entropy-coef", "nan"], "entropy_coef must be finite"),
     ],

@@ -4,7 +4,8 @@
 :mod:`~grpo_fast.train.rollout` (the batch of one step and the rewards of a
 run), :mod:`~grpo_fast.train.data` (datasets and prompts),
 :mod:`~grpo_fast.train.modeling` (models, packing, log-probs of completions),
-:mod:`~grpo_fast.train.checkpoint`, :mod:`~grpo_fast.train.distributed`,
+:mod:`~grpo_fast.train.checkpoint` (the output directory: :mod:`~grpo_fast.train.run_dir`,
+:mod:`~grpo_fast.train.lock`), :mod:`~grpo_fast.train.distributed`,
 :mod:`~grpo_fast.train.curriculum`, :mod:`~grpo_fast.train.tracking`
 (metrics, W&B / TensorBoard), :mod:`~grpo_fast.train.plot`,
 :mod:`~grpo_fast.train.interrupt` and :mod:`~grpo_fast.train.defaults`.

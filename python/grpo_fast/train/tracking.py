@@ -45,6 +45,7 @@ __all__ = [
     "CompletionLog",
     "MetricsWriter",
     "NoSignalWatch",
+    "SayOnce",
     "Tracker",
     "parse_report_to",
     "quiet_libraries",
@@ -563,3 +564,28 @@ class NoSignalWatch:
             "and the reward fit each other (answer format, --reward, a --max-new-tokens long "
             "enough to finish) and that the task suits the model."
         )
+
+
+class SayOnce:
+    """Says each kind of message once a run (:func:`say`), by key; ``quiet``: never
+    (processes other than the main one).
+
+    Examples
+    --------
+    >>> once = SayOnce()
+    >>> once("nan", "2 completions got no reward"), once("nan", "3 completions ...")
+    (True, False)
+    """
+
+    def __init__(self, *, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.said: set[str] = set()
+
+    def __call__(self, key: str, message: str) -> bool:
+        """Say ``message`` unless a message of ``key`` was said; whether it was new."""
+        if key in self.said:
+            return False
+        self.said.add(key)
+        if not self.quiet:
+            say(f"{message} (said once)")
+        return True
