@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import errno
 import json
 import math
 import os
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -64,7 +62,11 @@ def _train(args: argparse.Namespace) -> int:
     given = {**task, **values, **flags}
     cfg = TrainerConfig.from_dict(given)
     if not {"output_dir", "resume", "overwrite"} & given.keys():
-        cfg = _default_output_dir(cfg)
+        from grpo_fast.train.run_dir import default_output_dir
+
+        cfg, said = default_output_dir(cfg)
+        if said:
+            print(f"grpo-fast train: {said}", file=sys.stderr)
     trainer = Trainer(cfg)
     if trainer.is_main:
         print(
@@ -112,56 +114,6 @@ def _train(args: argparse.Namespace) -> int:
         curves = f", curves: {cfg.output_dir}/curves.png" if cfg.plot else ""
         print(f"metrics: {cfg.output_dir}/metrics.jsonl{curves}")
     return 0
-
-
-def _default_output_dir(cfg: Any) -> Any:
-    """Where a run that names no output directory (nor --resume / --overwrite) writes,
-    when the default one already holds a run (``make demo`` a second time): resume it
-    when it is unfinished and its options are these, else a new timestamped directory
-    beside it; either way, said on stderr."""
-    from grpo_fast.train.run_dir import (
-        check_resume_config,
-        never_trained,
-        newest_good_checkpoint,
-        run_files,
-    )
-
-    out = Path(cfg.output_dir)
-    if not out.is_dir() or not run_files(out) or never_trained(out):
-        return cfg
-    path = newest_good_checkpoint(out)
-    step = int(json.loads((path / "manifest.json").read_text())["step"]) if path else None
-    if path is not None and step is not None and step < cfg.max_steps:
-        from grpo_fast.train.config import sampler_correction
-
-        resumed = dataclasses.replace(cfg, resume="auto")
-        # Compared as the trainer compares it: with "auto" resolved.
-        resolved = dataclasses.replace(resumed, sampler_correction=sampler_correction(cfg))
-        try:
-            check_resume_config(path, dataclasses.asdict(resolved), force=False)
-        except InvalidInputError:
-            step = None  # other options: a new run
-        else:
-            print(
-                f"grpo-fast train: {out} holds an unfinished run (step {step} of "
-                f"{cfg.max_steps}): resuming it (--resume auto; --overwrite starts over, "
-                "--output-dir DIR starts another)",
-                file=sys.stderr,
-            )
-            return resumed
-    fresh = out.with_name(f"{out.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-    if path is None:
-        what = "a run without a checkpoint to resume"
-    elif step is None:
-        what = "a run with other options"
-    else:
-        what = f"a finished run (step {step})"
-    print(
-        f"grpo-fast train: {out} holds {what}; this run writes a new directory, {fresh} "
-        f"(--resume auto continues the one in {out}, --overwrite replaces it)",
-        file=sys.stderr,
-    )
-    return dataclasses.replace(cfg, output_dir=str(fresh))
 
 
 def _score(args: argparse.Namespace) -> int:

@@ -11,11 +11,13 @@ Also where a command writes a file or a directory of its own (``score -o``,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +36,7 @@ __all__ = [
     "check_writable_dir",
     "check_writable_file",
     "checkpoint_problem",
+    "default_output_dir",
     "file_sha256",
     "find_resume",
     "lock_output_dir",
@@ -457,6 +460,49 @@ def _choose(out_dir: Path, resume: str) -> Path | None:
     raise InvalidInputError(
         f"no good checkpoint in {out_dir / 'checkpoints'} to resume from: {'; '.join(skipped)}. "
         "Start over with --overwrite, or resume from another checkpoint with --resume DIR"
+    )
+
+
+# ---------------------------------------------------------------------- the default directory
+def default_output_dir(cfg: Any) -> tuple[Any, str | None]:
+    """Where a run that names no output directory (nor ``--resume`` / ``--overwrite``)
+    writes, when the default one already holds a run (``make demo`` a second time):
+    the config to run and what to say of it (None: the default directory as it is).
+
+    An unfinished run there whose options are these (as a resume compares them)
+    is resumed (``resume="auto"``); anything else (a finished run, other options,
+    no checkpoint to resume) leaves it alone: a new timestamped directory beside it.
+    """
+    from grpo_fast.train.config import sampler_correction
+
+    out = Path(cfg.output_dir)
+    if not out.is_dir() or not run_files(out) or never_trained(out):
+        return cfg, None
+    path = newest_good_checkpoint(out)
+    step = step_of(path) if path is not None else None
+    if path is not None and step is not None and step < cfg.max_steps:
+        resumed = dataclasses.replace(cfg, resume="auto")
+        # Compared as the trainer compares it: with "auto" resolved.
+        resolved = dataclasses.replace(resumed, sampler_correction=sampler_correction(cfg))
+        try:
+            check_resume_config(path, dataclasses.asdict(resolved), force=False)
+        except InvalidInputError:
+            step = None  # other options: a new run
+        else:
+            return resumed, (
+                f"{out} holds an unfinished run (step {step} of {cfg.max_steps}): resuming it "
+                "(--resume auto; --overwrite starts over, --output-dir DIR starts another)"
+            )
+    fresh = out.with_name(f"{out.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    if path is None:
+        what = "a run without a checkpoint to resume"
+    elif step is None:
+        what = "a run with other options"
+    else:
+        what = f"a finished run (step {step})"
+    return dataclasses.replace(cfg, output_dir=str(fresh)), (
+        f"{out} holds {what}; this run writes a new directory, {fresh} (--resume auto "
+        f"continues the one in {out}, --overwrite replaces it)"
     )
 
 
