@@ -91,7 +91,7 @@ def test_a_directory_that_holds_a_run_is_refused_unless_resume_or_overwrite(tmp_
         (other / name).parent.mkdir(parents=True, exist_ok=True)
         (other / name).write_text("theirs")
     Trainer(TrainerConfig(output_dir=str(other), **QUICK)).train()
-    assert main(["train", "-o", str(other), "--overwrite", *QUICK_FLAGS]) == 0
+    assert main(["train", "-o", str(other), "--overwrite", *QUICK_FLAGS, "--max-steps", "1"]) == 0
     for name in ("data.jsonl", "checkpoints/model.pt", "wandb/run-1/x", "tensorboard/notes"):
         assert (other / name).read_text() == "theirs"
     # A model directory is not written over.
