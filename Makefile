@@ -5,9 +5,15 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# The venv is reused while the requirements it was built from are unchanged.
+# The venv is reused while the requirements it was built from are unchanged:
+# `make demo` installs requirements/demo.txt only (DEMO_STAMP); `make test`
+# and the other targets add the test and benchmark set to the same venv (STAMP).
+DEMO_HASH := $(shell cat requirements/demo.txt pyproject.toml | sha1sum | cut -c1-12)
+DEMO_STAMP := $(VENV)/.demo-deps-$(DEMO_HASH)
 DEPS_HASH := $(shell cat requirements/*.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
+# flock: two builds installing into one venv at once corrupt its metadata.
+BUILD := flock $(VENV)/.develop.lock $(VENV)/bin/maturin develop --release --quiet
 
 .PHONY: help venv develop test test-rust test-python test-vllm vllm-venv lint fmt demo bench bench-rust \
 	fuzz clean wheel
@@ -15,9 +21,14 @@ STAMP := $(VENV)/.deps-$(DEPS_HASH)
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): requirements/dev.txt requirements/no-deps.txt pyproject.toml
+$(DEMO_STAMP): requirements/demo.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements/demo.txt
+	@rm -f $(VENV)/.demo-deps-*
+	@touch $@
+
+$(STAMP): $(DEMO_STAMP) requirements/dev.txt requirements/no-deps.txt
 	$(PY) -m pip install -q -r requirements/dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements/no-deps.txt
 	@rm -f $(VENV)/.deps-*
@@ -26,8 +37,7 @@ $(STAMP): requirements/dev.txt requirements/no-deps.txt pyproject.toml
 venv: $(STAMP) ## create .venv with the test and benchmark dependencies
 
 develop: $(STAMP) ## build the Rust extension (release) into .venv
-	@# flock: two builds installing into one venv at once corrupt its metadata.
-	flock $(VENV)/.develop.lock $(VENV)/bin/maturin develop --release --quiet
+	$(BUILD)
 
 test-rust: $(STAMP) ## cargo fmt --check, clippy -D warnings, cargo test (pyo3 needs the venv's Python)
 	cargo fmt --all -- --check
@@ -86,7 +96,8 @@ fmt: ## format Rust and Python
 	$(VENV)/bin/ruff format python tests benches scripts
 	$(VENV)/bin/ruff check --fix python tests benches scripts
 
-demo: develop ## GRPO training of the embedded tiny model on the CPU
+demo: $(DEMO_STAMP) ## GRPO training of the embedded tiny model on the CPU (installs only what it needs)
+	$(BUILD)
 	$(VENV)/bin/grpo-fast train
 
 bench: develop ## pytest-benchmark comparisons against peers (ratios printed)

@@ -177,6 +177,17 @@ class RewardSpec:
     def format(pattern: object, dot_all: bool) -> RewardSpec: ...
     @staticmethod
     def overlong(max_length: object, cache_length: object) -> RewardSpec: ...
+    @staticmethod
+    def cosine(
+        options: VerifyOptions,
+        max_length: object,
+        min_value_wrong: object,
+        max_value_wrong: object,
+        min_value_correct: object,
+        max_value_correct: object,
+    ) -> RewardSpec: ...
+    @staticmethod
+    def repetition(ngram_size: object, max_penalty: object) -> RewardSpec: ...
     @property
     def kind(self) -> str: ...
 

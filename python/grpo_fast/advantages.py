@@ -1,6 +1,6 @@
 """Grouping rollouts by prompt and GRPO-family advantages, computed in Rust.
 
-The formulas, with their papers, are in ``rust/core/src/advantage.rs``; this
+The formulas, with their papers, are in ``rust/core/src/advantage/estimators.rs``; this
 module prepares the inputs and documents the conventions.
 """
 

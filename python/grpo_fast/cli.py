@@ -363,7 +363,8 @@ def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
 
 
 _REWARD_HELP = (
-    "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
+    "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, cosine, "
+    "repetition, or a dotted "
     "import path"
 )
 

@@ -1,8 +1,9 @@
 """Reward specs: built once in Python, applied to a whole batch in Rust.
 
 A spec says what to reward (math equivalence, an exact string, a choice
-letter, a regex format, DAPO's soft overlong punishment, or your own Python
-function) and its weight; :func:`combine` compiles several into one
+letter, a regex format, DAPO's soft overlong punishment, the cosine
+length-scaled correctness and the n-gram repetition penalty of Yeo et al.
+2025, or your own Python function) and its weight; :func:`combine` compiles several into one
 :class:`Rewards` whose :meth:`Rewards.score_batch` scores a batch in one call
 across the core's threads, with the GIL released, and returns the weighted
 total plus one column per spec. NaN marks an item a spec cannot score (no
@@ -46,11 +47,13 @@ from grpo_fast.verify import (
 
 __all__ = [
     "ChoiceReward",
+    "CosineReward",
     "ExactMatchReward",
     "FormatReward",
     "MathReward",
     "OverlongReward",
     "PythonReward",
+    "RepetitionReward",
     "RewardScores",
     "RewardSpec",
     "Rewards",
@@ -123,6 +126,9 @@ class ExactMatchReward(RewardSpec):
     ``extract=True`` compares the extracted answer (parts joined by ``", "``;
     ``rules``, ``max_length``, ``tail_length`` and ``think`` as for
     :func:`grpo_fast.extract_answer`); ``extract=False`` the whole completion.
+    An extracted answer that its own line takes back earns 0, as for
+    :class:`ChoiceReward` (``not Paris``, ``Paris, or maybe London``,
+    ``Paris?``).
 
     Examples
     --------
@@ -150,6 +156,12 @@ class ChoiceReward(RewardSpec):
     """1 when the completion's choice letter (``C``, ``(C)``, ``\\text{(C)}``,
     ``C. text``; case ignored) equals the gold's; NaN for a gold without one.
     The extraction options are :func:`grpo_fast.extract_answer`'s.
+
+    A letter its own line takes back earns 0: a negation or hedge before it
+    (``not C``, ``maybe C``), a question mark or an alternative after it
+    (``C?``, ``C or D``, ``C, or maybe D``, ``B/D``), or another letter listed
+    with it (``A and C``, ``(B) and (D)``, ``C, D``). Prose that only goes on
+    (``(C) 4.2 m``, ``C. Options A and B are wrong.``) does not.
 
     Examples
     --------
@@ -215,6 +227,79 @@ class OverlongReward(RewardSpec):
 
     def _compile(self) -> _core.RewardSpec:
         return _core.RewardSpec.overlong(self.max_length, self.cache_length)
+
+
+@dataclass(frozen=True)
+class CosineReward(RewardSpec):
+    """Correctness scaled by the token length ``L`` on a cosine schedule (Yeo
+    et al. 2025, "Demystifying Long Chain-of-Thought Reasoning", Appendix C.1;
+    open-r1's and TRL's ``get_cosine_scaled_reward``).
+
+    With ``p = min(L / max_length, 1)`` the reward is ``short + (long - short)
+    * (1 - cos(pi * p)) / 2``: a right answer goes from ``max_value_correct``
+    (``L = 0``) down to ``min_value_correct`` (``L >= max_length``), a wrong
+    one from ``min_value_wrong`` up to ``max_value_wrong``, so a short right
+    answer earns most and a short wrong one is punished most. Correctness is
+    :class:`MathReward`'s (same options); NaN when the gold has no usable
+    answer. Needs ``lengths`` (tokens) in :meth:`Rewards.score_batch`.
+    Lengths are clamped at ``max_length`` as TRL does (open-r1 lets the
+    cosine climb back beyond it).
+
+    Examples
+    --------
+    >>> s = combine(CosineReward(100)).score_batch(["4", "5"], golds="4", lengths=[50, 50])
+    >>> s.total.round(3).tolist()
+    [0.75, -0.75]
+    """
+
+    max_length: int
+    min_value_wrong: float = -1.0
+    max_value_wrong: float = -0.5
+    min_value_correct: float = 0.5
+    max_value_correct: float = 1.0
+    rel_tol: float = _VERIFY_DEFAULTS.rel_tol
+    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp
+    rules: Sequence[str] | None = None
+    think: bool = _VERIFY_DEFAULTS.think
+    weight: float = 1.0
+    name: str | None = None
+    kind: ClassVar[str] = "cosine"
+
+    def _compile(self) -> _core.RewardSpec:
+        opts = verify_options(
+            self.rel_tol, self.allow_set_relation_comp, self.rules, None, None, self.think
+        )
+        return _core.RewardSpec.cosine(
+            opts,
+            self.max_length,
+            self.min_value_wrong,
+            self.max_value_wrong,
+            self.min_value_correct,
+            self.max_value_correct,
+        )
+
+
+@dataclass(frozen=True)
+class RepetitionReward(RewardSpec):
+    """The n-gram repetition penalty (Yeo et al. 2025, Appendix C.2; open-r1's
+    ``get_repetition_penalty_reward``): ``max_penalty * (1 - unique / total)``
+    over the n-grams of the completion's lower-cased whitespace-separated
+    words; 0 for fewer than ``ngram_size`` words. ``max_penalty <= 0``.
+
+    Examples
+    --------
+    >>> combine(RepetitionReward(2)).score_batch(["a b c d", "go go go go go"]).total
+    array([ 0.  , -0.75], dtype=float32)
+    """
+
+    ngram_size: int = 3
+    max_penalty: float = -1.0
+    weight: float = 1.0
+    name: str | None = None
+    kind: ClassVar[str] = "repetition"
+
+    def _compile(self) -> _core.RewardSpec:
+        return _core.RewardSpec.repetition(self.ngram_size, self.max_penalty)
 
 
 @dataclass(frozen=True)

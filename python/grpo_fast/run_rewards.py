@@ -59,6 +59,8 @@ REWARD_NAMES: dict[str, Callable[..., _rewards.RewardSpec]] = {
     "choice": _rewards.ChoiceReward,
     "format": lambda pattern=THINK_ANSWER_FORMAT, **kw: _rewards.FormatReward(pattern, **kw),
     "overlong": _rewards.OverlongReward,
+    "cosine": _rewards.CosineReward,
+    "repetition": _rewards.RepetitionReward,
 }
 
 RewardLike = (
@@ -143,7 +145,9 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
     ``NAME[:WEIGHT]`` with ``NAME`` one of :data:`REWARD_NAMES` (``math``,
     ``exact``, ``choice``, ``format`` (:data:`THINK_ANSWER_FORMAT`),
     ``overlong`` (DAPO's soft punishment of lengths beyond
-    ``max_new_tokens`` minus a fifth of it), or a dotted import path
+    ``max_new_tokens`` minus a fifth of it), ``cosine`` (correctness scaled
+    by length, ``max_length`` defaulting to ``max_new_tokens``),
+    ``repetition`` (the 3-gram repetition penalty), or a dotted import path
     (``pkg.module.fn``, or ``module:fn``; a module in the current directory
     imports as ``python -m`` would find it) to a reward spec, a compiled
     ``Rewards`` or a TRL-style function. A table
@@ -176,6 +180,8 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
         if name == "overlong" and max_new_tokens is not None:
             options.setdefault("max_length", max_new_tokens)
             options.setdefault("cache_length", max(1, max_new_tokens // 5))
+        if name == "cosine" and max_new_tokens is not None:
+            options.setdefault("max_length", max_new_tokens)
         try:
             return REWARD_NAMES[name](**options)
         except TypeError:

@@ -96,8 +96,11 @@ def _score_records(
         [r[3] for r in records],
         **options,
     )
+    # reward_extra_info becomes a column of verl's batch per key, and is what
+    # algorithm.filter_groups.metric reads: ``score`` and ``acc``, as verl's
+    # managers give for a dict-valued score (math_dapo's).
     return [
-        {"reward_score": float(s), "reward_extra_info": {"acc": float(c)}}
+        {"reward_score": float(s), "reward_extra_info": {"score": float(s), "acc": float(c)}}
         for s, c in zip(scores.tolist(), correct.tolist(), strict=True)
     ]
 
@@ -118,7 +121,9 @@ def _make_reward_manager() -> Any:
         while later arrivals queue for the next call. Scores follow verl's
         conventions per ``data_source`` (:func:`convention`); options come
         from ``reward.custom_reward_function.reward_kwargs`` when ``path`` is
-        ``pkg://grpo_fast.integrations.verl``.
+        ``pkg://grpo_fast.integrations.verl``. Each sample's result is
+        ``{"reward_score": s, "reward_extra_info": {"score": s, "acc": 0/1}}``,
+        so ``algorithm.filter_groups.metric`` can be ``score`` or ``acc``.
         """
 
         def __init__(
