@@ -498,6 +498,12 @@ def test_resume_compares_the_options_with_the_checkpoints(three_checkpoints, tmp
     assert "options changed since the checkpoint (--resume-force): learning_rate" in (
         capsys.readouterr().err
     )
+    # The rewards handed to the trainer as objects are the run's, not config.reward.
+    other_reward = TrainerConfig(output_dir=str(out), resume="auto", **saved, reward=("exact",))
+    with pytest.raises(InvalidInputError, match=r"reward: \['math'\] -> \['exact'\]"):
+        Trainer(other_reward)
+    assert Trainer(other_reward, rewards=["math"]).step_count == 3
+    capsys.readouterr()
     # More steps, another eval cadence: safe, applied and logged.
     more = TrainerConfig(
         output_dir=str(out), resume="auto", **{**saved, "max_steps": 5, "eval_every": 2}

@@ -26,6 +26,8 @@ from grpo_fast.train.lock import lock_output_dir, unlock_output_dir
 from grpo_fast.train.tracking import WANDB_ID_FILE, read_metrics, say
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from grpo_fast.train.distributed import Distributed
 
 __all__ = [
@@ -356,9 +358,13 @@ def saved_config(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def check_resume_config(path: Path, config: dict[str, Any], *, force: bool) -> list[str]:
+def check_resume_config(
+    path: Path, config: dict[str, Any], *, force: bool, given: Iterable[str] = ()
+) -> list[str]:
     """Compare the options of a run resuming from ``path`` with those it was written
     with; return the changes that are safe (:data:`RESUME_SAFE`), as lines to log.
+    ``given`` names options the run does not take from ``config`` (the trainer was
+    handed the rewards, the data or the model itself): they are not compared.
 
     Raises :class:`~grpo_fast.errors.InvalidInputError` when ``max_steps`` is below
     the checkpoint's step, or (without ``force``) when other options differ,
@@ -376,7 +382,10 @@ def check_resume_config(path: Path, config: dict[str, Any], *, force: bool) -> l
         return []
     now = json.loads(json.dumps(config))  # tuples as lists, as the saved file has them
     # Options the saved file lacks (an older version) are not compared.
-    changed = {k: (saved[k], now[k]) for k in now if k in saved and saved[k] != now[k]}
+    skip = set(given)
+    changed = {
+        k: (saved[k], now[k]) for k in now if k in saved and k not in skip and saved[k] != now[k]
+    }
     unsafe = {k: v for k, v in changed.items() if k not in RESUME_SAFE}
     lines = [f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(changed.items())]
     if unsafe and not force:

@@ -149,10 +149,23 @@ class Trainer:
         self.train_rows, self.eval_rows = load_rows(cfg, self.dist.world, train_rows, eval_rows)
         self.config = cfg = fit_max_steps(cfg, len(self.train_rows), self.dist.world)
         # Compared before anything loads: a resume that would mix two runs costs nothing.
+        # Options handed over as objects are not the config's to compare.
+        given = [
+            name
+            for name, value in (
+                ("reward", rewards),
+                ("train_file", train_rows),
+                ("eval_file", eval_rows),
+                ("model", model),
+            )
+            if value is not None
+        ]
         self.resume_changes = (
             []
             if resume is None
-            else check_resume_config(resume, dataclasses.asdict(cfg), force=cfg.resume_force)
+            else check_resume_config(
+                resume, dataclasses.asdict(cfg), force=cfg.resume_force, given=given
+            )
         )
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
