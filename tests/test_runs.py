@@ -566,6 +566,22 @@ def test_a_second_run_in_a_locked_directory_is_refused_and_a_dead_holder_taken_o
     assert f"took over the lock of pid {holder.pid}" in err
     assert _steps(out) == [0, 1]
 
+    # A directory holding a run that is still writing: the holder's pid is the news,
+    # not "already holds a run" (nor, with --overwrite, a removal of its files).
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(out)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    ) as holder:  # fmt: skip
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            for more in ([], ["--overwrite"]):
+                assert main(["train", "-o", str(out), *QUICK_FLAGS, *more]) == 2
+                err = capsys.readouterr().err
+                assert f"is in use by another grpo-fast run (pid {holder.pid}" in err, err
+            assert _steps(out) == [0, 1]
+        finally:
+            holder.kill()
+
 
 def test_a_second_run_in_the_default_directory_resumes_or_starts_a_new_one(
     tmp_path, capsys, monkeypatch

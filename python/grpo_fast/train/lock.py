@@ -17,7 +17,7 @@ from typing import Any
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.train.tracking import say
 
-__all__ = ["LOCK_FILE", "lock_output_dir", "unlock_output_dir"]
+__all__ = ["LOCK_FILE", "check_output_lock", "lock_output_dir", "unlock_output_dir"]
 
 #: The output directory's lock file, naming the pid of the run that holds it.
 LOCK_FILE = ".grpo-fast.lock"
@@ -57,6 +57,34 @@ def _pid_alive(pid: Any) -> bool:
     return True
 
 
+def _in_use(out_dir: Path, holder: dict[str, Any]) -> InvalidInputError:
+    return InvalidInputError(
+        f"output_dir {str(out_dir)!r} is in use by another grpo-fast run "
+        f"({_who(holder)}): two runs in one directory would mix their metrics and "
+        "checkpoints. Wait for it to end or stop it (kill "
+        f"{holder.get('pid', 'PID')}), or choose another --output-dir"
+    )
+
+
+def check_output_lock(out_dir: Path) -> None:
+    """Raise, naming the holder's pid, when another process holds ``out_dir``'s lock
+    (a look only: nothing is taken or written)."""
+    if out_dir.resolve() in _HELD:
+        return
+    try:
+        fd = os.open(out_dir / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _in_use(out_dir, _holder(fd)) from None
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def lock_output_dir(out_dir: Path) -> None:
     """Take ``out_dir``'s lock for this process (held until :func:`unlock_output_dir`
     or the process ends), so that two runs never write into one directory.
@@ -80,12 +108,7 @@ def lock_output_dir(out_dir: Path) -> None:
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise InvalidInputError(
-                f"output_dir {str(out_dir)!r} is in use by another grpo-fast run "
-                f"({_who(holder)}): two runs in one directory would mix their metrics and "
-                "checkpoints. Wait for it to end or stop it (kill "
-                f"{holder.get('pid', 'PID')}), or choose another --output-dir"
-            ) from None
+            raise _in_use(out_dir, holder) from None
         except OSError:  # no flock here (ENOLCK, ...): the pid decides
             locked = False
         # The file may have been removed by the holder releasing it between our open and

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.train.lock import lock_output_dir, unlock_output_dir
+from grpo_fast.train.lock import check_output_lock, lock_output_dir, unlock_output_dir
 from grpo_fast.train.tracking import WANDB_ID_FILE, read_metrics, say
 
 if TYPE_CHECKING:
@@ -183,6 +183,7 @@ def prepare_output_dir(
         if not create:
             return
     if not overwrite:
+        check_output_lock(out_dir)  # a run writing there now: its pid is the news
         steps = step_dirs(out_dir)
         newest = f", newest checkpoint {steps[-1][1].name}" if steps else ""
         raise InvalidInputError(
