@@ -225,6 +225,12 @@ class RunRewards:
         ends = np.cumsum([len(names) for names in own])
         self._names = [self.names[e - len(o) : e] for e, o in zip(ends, own, strict=True)]
 
+    @property
+    def has_functions(self) -> bool:
+        """Whether a TRL-style function is among the rewards (only those take
+        ``trainer_state``: the trainer builds one for them alone)."""
+        return any(not isinstance(p, _rewards.Rewards) for p in self.parts)
+
     @classmethod
     def build(
         cls, rewards: RewardLike | Sequence[RewardLike], *, max_new_tokens: int | None = None

@@ -118,7 +118,10 @@ def _round(
     inputs = _estimator_inputs(t, idx, comp)
     t1 = time.perf_counter()
     scores = t.rewards.score(
-        comp.texts, rows, completion_ids=comp.completion_ids, trainer_state=t.state
+        comp.texts,
+        rows,
+        completion_ids=comp.completion_ids,
+        trainer_state=t.state if t.rewards.has_functions else None,
     )
     total = dist.gather(scores.total)
     adv = compute_advantages(total, group_ids, estimator=cfg.estimator, scale=cfg.scale, **inputs)
@@ -168,7 +171,10 @@ def _estimator_inputs(t: Parts, idx: np.ndarray, comp: Completions) -> dict[str,
     greedy = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=0.0)
     best = _sample(t, idx, 1, greedy)
     reward = t.rewards.score(
-        best.texts, rows, completion_ids=best.completion_ids, trainer_state=t.state
+        best.texts,
+        rows,
+        completion_ids=best.completion_ids,
+        trainer_state=t.state if t.rewards.has_functions else None,
     ).total
     baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
     return {"baselines": t.dist.gather(baselines)}

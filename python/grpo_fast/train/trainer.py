@@ -278,7 +278,11 @@ class Trainer:
         total: list[float] = []
         if comp is not None:
             scores = self.rewards.score(
-                comp.texts, rows, completion_ids=comp.completion_ids, trainer_state=self.state
+                comp.texts,
+                rows,
+                completion_ids=comp.completion_ids,
+                # transformers' TrainerState imports peft: built for functions only.
+                trainer_state=self.state if self.rewards.has_functions else None,
             )
             first = scores.columns[self.rewards.names[0]].tolist()
             total = scores.total.tolist()
