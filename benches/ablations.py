@@ -10,7 +10,7 @@ per configuration:
   and sample std over the seeds;
 - the first evaluated step at which the seed-mean accuracy reaches the
   default's final mean (``-`` when it never does);
-- the share of fresh groups that carried signal (``1 - frac_zero_std``, the
+- the share of fresh groups that carried signal (``1 - frac_reward_zero_std``, the
   quantity the curriculum and dynamic sampling are meant to raise);
 - wall time per step (``time_step`` of the metrics) and CPU time per step
   (``time.process_time()`` around ``Trainer.step``, all the process's
@@ -300,8 +300,8 @@ def summarise(args: argparse.Namespace) -> dict:
                     "curve": curve(records),
                     "time_step": statistics.fmean(r["time_step"] for r in train),
                     "cpu_per_step": cpu["cpu_s"] / cpu["steps"],
-                    "signal": 1 - statistics.fmean(r["frac_zero_std"] for r in train),
-                    "signal_curve": [1 - r["frac_zero_std"] for r in train],
+                    "signal": 1 - statistics.fmean(r["frac_reward_zero_std"] for r in train),
+                    "signal_curve": [1 - r["frac_reward_zero_std"] for r in train],
                 }
             )
     steps = sorted(set.intersection(*(set(r["curve"]) for rs in runs.values() for r in rs)))

@@ -72,7 +72,7 @@ def run(variant: str, seed: int, args: argparse.Namespace, out: str) -> dict:
     history = Trainer(cfg).train()
     seconds = time.perf_counter() - t0
     curve = [[r["step"], r["eval_accuracy"]] for r in history if "eval_accuracy" in r]
-    train = [r for r in history if "reward_mean" in r]
+    train = [r for r in history if "reward" in r]
     return {
         "variant": variant,
         "seed": seed,

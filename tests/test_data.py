@@ -284,3 +284,65 @@ def test_read_rows_of_jsonl_keeps_line_numbers(tmp_path):
     with pytest.raises(InvalidInputError, match=r"t.jsonl:3: missing column"):
         read_tasks(path)
     assert read_rows(write(tmp_path / "x.parquet", [{"a": 1}])) == [{"a": 1}]
+
+
+# ---------------------------------------------------------------------- encodings, compression
+def test_a_latin1_file_names_the_line_and_the_byte(tmp_path):
+    text = '{"prompt": "1+1=", "answer": "2"}\n{"prompt": "caf\u00e9 1+2=", "answer": "3"}\n'
+    for suffix in (".jsonl", ".csv"):
+        path = tmp_path / f"latin{suffix}"
+        body = text if suffix == ".jsonl" else "prompt,answer\n1+1=,2\ncaf\u00e9 1+2=,3\n"
+        path.write_bytes(body.encode("latin-1"))
+        # The offending byte, found independently of the reader: é is 0xe9 in Latin-1.
+        lines = body.encode("latin-1").splitlines()
+        lineno = next(i for i, line in enumerate(lines, 1) if b"\xe9" in line)
+        column = lines[lineno - 1].index(b"\xe9") + 1
+        with pytest.raises(
+            InvalidInputError,
+            match=rf"{path.name}:{lineno}: not UTF-8 text: byte 0xe9 at column {column}",
+        ):
+            read_tasks(path)
+    # The same text in UTF-8, with a byte-order mark as Windows editors write it, reads.
+    utf8 = tmp_path / "ok.jsonl"
+    utf8.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert [r["prompt"] for r in read_tasks(utf8)] == ["1+1=", "caf\u00e9 1+2="]
+
+
+@pytest.mark.parametrize("compression", [".gz", ".bz2", ".xz", ".zst"])
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_compressed_files_read_as_their_inner_format(tmp_path, suffix, compression):
+    import bz2
+    import gzip
+    import lzma
+
+    plain = write(tmp_path / f"g{suffix}", GSM8K)
+    data = plain.read_bytes()
+    if compression == ".zst":
+        zstandard = pytest.importorskip("zstandard")
+        packed = zstandard.ZstdCompressor().compress(data)
+    else:
+        packed = {".gz": gzip, ".bz2": bz2, ".xz": lzma}[compression].compress(data)
+    path = tmp_path / f"g{suffix}{compression}"
+    path.write_bytes(packed)
+    assert read_tasks(path, prompt_column="question") == GSM8K_TASKS
+    # A cut compressed file is an error naming it, not a traceback.
+    cut = tmp_path / f"cut{suffix}{compression}"
+    cut.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(InvalidInputError, match=rf"{cut.name}"):
+        read_tasks(cut, prompt_column="question")
+
+
+def test_int_and_float_answer_columns_become_text(tmp_path):
+    rows = [{"prompt": "1+1=", "answer": 2}, {"prompt": "1/2=", "answer": 0.5}]
+    frame = pd.DataFrame({"prompt": ["1+1=", "7+8="], "answer": [2.0, 15.0]})  # a float column
+    frame.to_parquet(tmp_path / "f.parquet")
+    want = ["2", "15"]  # a whole float is the integer's text, as a person writes it
+    assert [r["answer"] for r in read_tasks(tmp_path / "f.parquet")] == want
+    assert [r["answer"] for r in check_tasks(rows)] == ["2", "0.5"]
+    # numpy's own numbers, as a DataFrame's records hold them.
+    records = [{"prompt": "q", "answer": np.int64(72)}, {"prompt": "q", "answer": np.float32(2.5)}]
+    assert [r["answer"] for r in check_tasks(records)] == ["72", "2.5"]
+    with pytest.raises(InvalidInputError, match="'answer' is null"):
+        check_tasks([{"prompt": "q", "answer": np.float64("nan")}])
+    with pytest.raises(InvalidInputError, match="must be a string or a number, got bool"):
+        check_tasks([{"prompt": "q", "answer": True}])

@@ -12,6 +12,7 @@ half the parameters.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -449,10 +450,14 @@ def test_a_damaged_shard_is_skipped_and_a_mismatched_checkpoint_named(make_confi
     assert trainer.step_count == 1
     err = capsys.readouterr().err
     assert "skipping" in err and "sharded/__0_0.distcp is damaged" in err, err
-    # A LoRA run has other parameters than the full model's checkpoint.
+    # A LoRA run has other parameters than the full model's checkpoint: the option
+    # check refuses it first, and forced, loading the weights names the mismatch.
     step1 = str(run / "checkpoints" / "step-0000001")
+    lora = make_config(parallel="fsdp", resume=step1, max_steps=3, lora_r=4)
+    with pytest.raises(InvalidInputError, match="lora_r: 0 -> 4"):
+        Trainer(lora)
     with pytest.raises(InvalidInputError, match="does not match this run's model") as refused:
-        Trainer(make_config(parallel="fsdp", resume=step1, max_steps=3, lora_r=4))
+        Trainer(dataclasses.replace(lora, resume_force=True))
     assert "Missing key" in str(refused.value) and "\n" not in str(refused.value)
 
 

@@ -91,7 +91,7 @@ def test_a_directory_that_holds_a_run_is_refused_unless_resume_or_overwrite(tmp_
         (other / name).parent.mkdir(parents=True, exist_ok=True)
         (other / name).write_text("theirs")
     Trainer(TrainerConfig(output_dir=str(other), **QUICK)).train()
-    assert main(["train", "-o", str(other), "--overwrite", *QUICK_FLAGS]) == 0
+    assert main(["train", "-o", str(other), "--overwrite", *QUICK_FLAGS, "--max-steps", "1"]) == 0
     for name in ("data.jsonl", "checkpoints/model.pt", "wandb/run-1/x", "tensorboard/notes"):
         assert (other / name).read_text() == "theirs"
     # A model directory is not written over.
@@ -370,6 +370,11 @@ def test_resume_auto_skips_a_damaged_newest_checkpoint_and_says_why(
     assert trainer.step_count == 2
     assert "resumed from step 2" in err
     assert re.search(f"skipping {out / 'checkpoints' / 'step-0000003'}: {why}", err), err
+    # Never deleted: moved aside, and said so.
+    assert _ckpts(out) == ["step-0000001", "step-0000002", "step-0000003.corrupt"]
+    assert re.search(
+        f"moved {out / 'checkpoints' / 'step-0000003'} aside to step-0000003.corrupt", err
+    )
     # The weights are those of step 2, the good one.
     good = Trainer(
         TrainerConfig(
@@ -392,7 +397,7 @@ def test_an_empty_newer_directory_and_leftovers_are_skipped_then_removed(
     (out / "checkpoints" / ".tmp-step-0000004").mkdir()
     (out / "checkpoints" / ".tmp-step-0000004" / "model.safetensors").write_bytes(b"x")
     capsys.readouterr()
-    trainer = Trainer(TrainerConfig(output_dir=str(out), resume="auto", **QUICK))
+    trainer = Trainer(TrainerConfig(output_dir=str(out), resume="auto", **dict(QUICK, max_steps=3)))
     err = capsys.readouterr().err
     assert trainer.step_count == 3
     assert "skipping" in err and "step-0000009: it is empty" in err
@@ -418,7 +423,7 @@ def test_a_partial_last_metrics_line_is_dropped_on_resume(three_checkpoints, tmp
         f.write('{"step": 4, "reward_mean": 0.2')  # what a full disk leaves
     assert _steps(out) == [0, 1, 2, 3]  # read_metrics leaves it out too
     trainer = Trainer(TrainerConfig(output_dir=str(out), resume="auto", **dict(QUICK, max_steps=4)))
-    assert "dropped its last line" in capsys.readouterr().err
+    assert "dropped a line that is not a record" in capsys.readouterr().err
     trainer.train()
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [0, 1, 2, 3, 4]
@@ -469,6 +474,158 @@ def test_a_full_disk_during_a_checkpoint_says_so_and_keeps_the_older_ones(
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err
     assert f"no space left on device writing {out / 'metrics.jsonl'}; free some space" in err
+
+
+# ---------------------------------------------------------------------- resuming another config
+def test_resume_compares_the_options_with_the_checkpoints(three_checkpoints, tmp_path, capsys):
+    out = _copy(three_checkpoints, tmp_path)
+    saved = dict(QUICK, max_steps=3, save_every=1, keep_checkpoints=3)
+    # An option that changes the training: refused, each difference listed.
+    changed = TrainerConfig(
+        output_dir=str(out), resume="auto", **{**saved, "learning_rate": 1e-4, "seed": 7}
+    )
+    with pytest.raises(InvalidInputError) as refused:
+        Trainer(changed)
+    message = str(refused.value)
+    assert "learning_rate: 3e-05 -> 0.0001" in message and "seed: 0 -> 7" in message
+    assert "--resume-force" in message
+    assert "max_steps" not in message  # the same
+    rc = main(["train", "-o", str(out), "--resume", "auto", *QUICK_FLAGS, "--seed", "7"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "seed: 0 -> 7" in err and "Traceback" not in err
+    # Forced: it resumes, and says what changed.
+    Trainer(TrainerConfig(**{**vars(changed), "resume_force": True}))
+    assert "options changed since the checkpoint (--resume-force): learning_rate" in (
+        capsys.readouterr().err
+    )
+    # The rewards handed to the trainer as objects are the run's, not config.reward.
+    other_reward = TrainerConfig(output_dir=str(out), resume="auto", **saved, reward=("exact",))
+    with pytest.raises(InvalidInputError, match=r"reward: \['math'\] -> \['exact'\]"):
+        Trainer(other_reward)
+    assert Trainer(other_reward, rewards=["math"]).step_count == 3
+    capsys.readouterr()
+    # More steps, another eval cadence: safe, applied and logged.
+    more = TrainerConfig(
+        output_dir=str(out), resume="auto", **{**saved, "max_steps": 5, "eval_every": 2}
+    )
+    trainer = Trainer(more)
+    err = capsys.readouterr().err
+    assert "eval_every: 0 -> 2" in err and "max_steps: 3 -> 5" in err
+    assert trainer.step_count == 3
+    # A target below the checkpoint's step is an error, not a run that "succeeds".
+    fewer = TrainerConfig(output_dir=str(out), resume="auto", **{**saved, "max_steps": 2})
+    with pytest.raises(InvalidInputError, match="max_steps is 2, below step 3"):
+        Trainer(fewer)
+
+
+def test_a_lost_last_metrics_row_is_written_back_from_its_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    cfg = dict(QUICK, max_steps=2, save_every=1)
+    Trainer(TrainerConfig(output_dir=str(out), **cfg)).train()
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    step2 = json.loads(lines[-1])
+    # The disk filled while step 2's row was written; its checkpoint was written after.
+    (out / "metrics.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:25])
+    capsys.readouterr()
+    Trainer(TrainerConfig(output_dir=str(out), resume="auto", **dict(cfg, max_steps=3))).train()
+    assert "wrote back the row of step 2 from its checkpoint" in capsys.readouterr().err
+    records = read_metrics(out / "metrics.jsonl")
+    assert [r["step"] for r in records] == [0, 1, 2, 3]  # every step once
+    assert records[2] == step2
+
+
+# ---------------------------------------------------------------------- one run per directory
+_HOLD_LOCK = (
+    "import sys; from pathlib import Path; from grpo_fast.train.checkpoint import lock_output_dir; "
+    "lock_output_dir(Path(sys.argv[1])); print('locked', flush=True); sys.stdin.read()"
+)
+
+
+def test_a_second_run_in_a_locked_directory_is_refused_and_a_dead_holder_taken_over(
+    tmp_path, capsys
+):
+    out = tmp_path / "run"
+    out.mkdir()
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            assert main(["train", "-o", str(out), *QUICK_FLAGS]) == 2
+            err = capsys.readouterr().err
+            assert f"is in use by another grpo-fast run (pid {holder.pid}" in err, err
+            assert "Traceback" not in err and not (out / "metrics.jsonl").exists()
+        finally:
+            holder.kill()  # as kill -9 would: the lock file stays, naming a dead pid
+    assert str(holder.pid) in (out / ".grpo-fast.lock").read_text()
+    assert main(["train", "-o", str(out), *QUICK_FLAGS, "--max-steps", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"took over the lock of pid {holder.pid}" in err
+    assert _steps(out) == [0, 1]
+
+    # A directory holding a run that is still writing: the holder's pid is the news,
+    # not "already holds a run" (nor, with --overwrite, a removal of its files).
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(out)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    ) as holder:  # fmt: skip
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            for more in ([], ["--overwrite"]):
+                assert main(["train", "-o", str(out), *QUICK_FLAGS, *more]) == 2
+                err = capsys.readouterr().err
+                assert f"is in use by another grpo-fast run (pid {holder.pid}" in err, err
+            assert _steps(out) == [0, 1]
+        finally:
+            holder.kill()
+
+
+def test_a_second_run_in_the_default_directory_resumes_or_starts_a_new_one(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", *QUICK_FLAGS, "--max-steps", "1"]
+    assert main(argv) == 0
+    assert _steps(tmp_path / "runs" / "demo") == [0, 1]
+    capsys.readouterr()
+    # The same again (make demo twice): a new timestamped run beside the finished one.
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    (fresh,) = (tmp_path / "runs").glob("demo-*")
+    name = fresh.relative_to(tmp_path)
+    assert (
+        f"runs/demo holds a finished run (step 1); this run writes a new directory, {name}" in err
+    )
+    assert re.fullmatch(r"demo-\d{8}-\d{6}", fresh.name) and _steps(fresh) == [0, 1]
+    assert _steps(tmp_path / "runs" / "demo") == [0, 1]  # untouched
+    # More steps asked: the run there is unfinished, so it resumes, and says so.
+    assert main([*argv, "--max-steps", "2"]) == 0
+    assert "holds an unfinished run (step 1 of 2): resuming it" in capsys.readouterr().err
+    assert _steps(tmp_path / "runs" / "demo") == [0, 1, 2]
+
+
+def test_a_failed_start_leaves_nothing_that_blocks_a_retry(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    trainer = Trainer(TrainerConfig(output_dir=str(out), **QUICK))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the sampler failed")
+
+    monkeypatch.setattr(trainer.sampler, "sample", broken)
+    with pytest.raises(RuntimeError, match="the sampler failed"):
+        trainer.train()
+    assert (out / "config.json").is_file()  # what the failed start left
+    capsys.readouterr()
+    # The same command again, without --overwrite: it starts, and says why it may.
+    Trainer(TrainerConfig(output_dir=str(out), **dict(QUICK, max_steps=1))).train()
+    assert "never finished a step (a failed start)" in capsys.readouterr().err
+    assert _steps(out) == [0, 1]
+    # A run that trained a step is not a failed start: it is refused as before.
+    with pytest.raises(InvalidInputError, match="already holds a run"):
+        Trainer(TrainerConfig(output_dir=str(out), **QUICK))
 
 
 # ---------------------------------------------------------------------- warnings

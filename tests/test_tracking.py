@@ -60,7 +60,7 @@ def test_tensorboard_gets_the_jsonl_values_under_the_same_names(tmp_path):
     for r in records:
         for k, v in _numbers(r).items():
             expected.setdefault(k, {})[r["step"]] = v
-    assert {"reward_mean", "reward/math", "eval_accuracy", "loss"} <= set(expected)
+    assert {"reward", "rewards/math/mean", "eval_accuracy", "loss"} <= set(expected)
     assert set(scalars) == set(expected)
     for tag, values in expected.items():
         assert scalars[tag].keys() == values.keys(), tag
@@ -75,7 +75,7 @@ def test_tensorboard_gets_the_jsonl_values_under_the_same_names(tmp_path):
     Trainer(resumed).train()
     records = {r["step"]: r for r in read_metrics(out / "metrics.jsonl")}
     scalars = _tensorboard_scalars(out / "tensorboard")
-    assert sorted(scalars["reward_mean"]) == [1, 2, 3]
+    assert sorted(scalars["reward"]) == [1, 2, 3]
     for step in (2, 3):
         assert scalars["loss"][step] == pytest.approx(records[step]["loss"], rel=1e-6)
 
@@ -232,3 +232,59 @@ def test_the_old_metrics_module_still_reads_what_the_writer_wrote(tmp_path):
     w = metrics.MetricsWriter(tmp_path / "m.jsonl")
     w.write({"step": 1, "loss": 0.5})
     assert metrics.read_metrics(tmp_path / "m.jsonl") == [{"step": 1, "loss": 0.5}]
+
+
+def test_completions_go_to_tensorboard_as_text(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing import event_accumulator
+
+    from grpo_fast.train.tracking import Tracker
+
+    rows = [
+        {"prompt": "1+1=", "completion": "2", "math": 1.0, "reward": 1.0, "advantage": 0.5},
+        {"prompt": "1+1=", "completion": "3|x", "math": 0.0, "reward": 0.0, "advantage": -0.5},
+    ]
+    tracker = Tracker(tmp_path, report_to="tensorboard")
+    tracker.log_completions(3, rows)
+    tracker.close()
+    assert [
+        json.loads(line) for line in (tmp_path / "completions.jsonl").read_text().splitlines()
+    ] == [{"step": 3, **r} for r in rows]
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "tensorboard"))
+    acc.Reload()
+    (event,) = acc.Tensors("completions/text_summary")
+    text = event.tensor_proto.string_val[0].decode()
+    assert event.step == 3
+    assert text.splitlines()[0] == "| prompt | completion | math | reward | advantage |"
+    assert "| 1+1= | 3\\|x | 0 | 0 | -0.5 |" in text  # a '|' in a completion is escaped
+
+
+def test_library_messages_come_once():
+    import logging
+    import warnings
+
+    from grpo_fast.train.tracking import quiet_libraries
+
+    log = logging.getLogger("transformers.generation.utils")
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    handler = Keep()
+    logging.getLogger("transformers").addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with quiet_libraries():
+                for _ in range(3):
+                    log.warning("the same advice")
+                    warnings.warn_explicit(
+                        "a library warning, test_tracking", UserWarning, "lib.py", 1, module="lib"
+                    )
+                log.warning("another")
+    finally:
+        logging.getLogger("transformers").removeHandler(handler)
+    assert seen == ["the same advice", "another"]
+    assert [str(w.message) for w in caught] == ["a library warning, test_tracking"]

@@ -193,11 +193,16 @@ def test_metrics_and_curves_are_written(tmp_path, make_config):
     out = tmp_path / "run"
     records = read_metrics(out / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 1, 2, 3]
-    assert "eval_accuracy" in records[0] and "reward_mean" not in records[0]
+    assert "eval_accuracy" in records[0] and "reward" not in records[0]
     assert [("eval_accuracy" in r) for r in records] == [True, False, True, True]
-    for key in ("reward_mean", "solve_rate", "frac_zero_std", "clip_frac", "entropy"):
+    # TRL's names (trl/trainer/grpo_trainer.py logs these keys).
+    for key in ("reward", "reward_std", "solve_rate", "frac_reward_zero_std", "entropy"):
         assert key in records[1]
-    for key in ("completion_length", "tokens_per_s", "time_sampling", "time_verify", "time_loss"):
+    for key in ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"):
+        assert key in records[1]
+    for key in ("completions/mean_length", "completions/min_length", "completions/max_length"):
+        assert key in records[1]
+    for key in ("completions/clipped_ratio", "tokens_per_s", "time_sampling", "time_verify"):
         assert records[1][key] >= 0
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "config.json").read_text())["max_steps"] == 3
@@ -318,9 +323,16 @@ def test_several_rewards_are_scored_and_logged_per_column(make_config):
     total = math_ref + 0.5 * digits_ref + 0.25 * longer_ref
     np.testing.assert_allclose(batch.rewards, total, rtol=1e-6)
     np.testing.assert_allclose(batch.advantages, reference_advantages(total, 4), atol=1e-5)
+    from trl.trainer.utils import nanstd  # TRL's own statistic, as its reward_std logs it
+
+    def trl_std(x):
+        return nanstd(torch.as_tensor(np.asarray(x, np.float64))).item()
+
     for name, ref in (("math", math_ref), ("digits", digits_ref), ("longer_than_one", longer_ref)):
-        assert record[f"reward/{name}"] == pytest.approx(ref.mean())
-    assert record["reward_mean"] == pytest.approx(total.mean())
+        assert record[f"rewards/{name}/mean"] == pytest.approx(ref.mean())
+        assert record[f"rewards/{name}/std"] == pytest.approx(trl_std(ref), nan_ok=True)
+    assert record["reward"] == pytest.approx(total.mean())
+    assert record["reward_std"] == pytest.approx(trl_std(total))
     # The TRL-style function got TRL's keyword arguments.
     got_prompts, got_ids, got_answers = seen[0]
     assert got_prompts == prompts and got_answers == golds

@@ -16,11 +16,14 @@ at start-up with a message and exit status 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import math
+import os
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,7 +59,14 @@ def _train(args: argparse.Namespace) -> int:
     skip = ("command", "config", "func", "task")
     flags = {k: v for k, v in vars(args).items() if k not in skip}
     task = TASKS[args.task] if args.task else {}
-    cfg = TrainerConfig.from_dict({**task, **values, **flags})
+    given = {**task, **values, **flags}
+    cfg = TrainerConfig.from_dict(given)
+    if not {"output_dir", "resume", "overwrite"} & given.keys():
+        from grpo_fast.train.run_dir import default_output_dir
+
+        cfg, said = default_output_dir(cfg)
+        if said:
+            print(f"grpo-fast train: {said}", file=sys.stderr)
     trainer = Trainer(cfg)
     if trainer.is_main:
         print(
@@ -110,8 +120,12 @@ def _score(args: argparse.Namespace) -> int:
     import grpo_fast
     from grpo_fast.run_rewards import RunRewards
     from grpo_fast.train.data import read_rows
+    from grpo_fast.train.run_dir import check_writable_file
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
+    to_file = args.output not in (None, "-")
+    if to_file:  # before any work: a path that cannot be written is said at once
+        check_writable_file(args.output, "--output")
     rewards = RunRewards.build(args.reward)
     rows = read_rows(
         args.input, [group_col], "input", text_columns=[comp_col], answer_columns=[ans_col]
@@ -132,7 +146,10 @@ def _score(args: argparse.Namespace) -> int:
         scores.total, groups.index, estimator=args.estimator, scale=args.scale
     )
     several = len(scores.columns) > 1
-    out = sys.stdout if args.output in (None, "-") else open(args.output, "w")  # noqa: SIM115
+    try:
+        out = open(args.output, "w") if to_file else sys.stdout  # noqa: SIM115
+    except OSError as e:
+        raise InvalidInputError(f"cannot write --output {args.output!r}: {e.strerror}") from None
     try:
         for i, (row, r, a) in enumerate(
             zip(rows, scores.total.tolist(), adv.advantages.tolist(), strict=True)
@@ -145,11 +162,30 @@ def _score(args: argparse.Namespace) -> int:
         if out is not sys.stdout:
             out.close()
     print(
-        f"{len(rows)} completions in {adv.num_groups} groups: mean reward "
-        f"{float(np.nanmean(scores.total)):.4f}, groups without signal {adv.frac_zero_std:.1%}",
+        f"{len(rows)} completions in {adv.num_groups} groups: {_mean_reward(scores)}, groups "
+        f"without signal {adv.frac_zero_std:.1%}",
         file=sys.stderr,
     )
     return 0
+
+
+def _mean_reward(scores: Any) -> str:
+    """``mean reward X``, and how many completions had no reward (NaN: a reward could not
+    score them), by reward, instead of a ``nan`` mean."""
+    total = np.asarray(scores.total, np.float64)
+    unscored = int(np.isnan(total).sum())
+    if unscored == len(total):
+        text = "no completion was scored (every total reward is NaN)"
+    else:
+        text = f"mean reward {float(np.nanmean(total)):.4f}"
+    if unscored:
+        which = ", ".join(
+            f"{name}: {int(np.isnan(col).sum())}"
+            for name, col in scores.columns.items()
+            if np.isnan(col).any()
+        )
+        text += f" ({unscored} of {len(total)} without a reward (NaN; written as null): {which})"
+    return text
 
 
 def _finite(v: float) -> float | None:
@@ -201,14 +237,18 @@ def _eval(args: argparse.Namespace) -> int:
         load_model,
         load_tokenizer,
     )
+    from grpo_fast.train.run_dir import verify_checkpoint
 
     task_name = getattr(args, "task", None)
     task = TASKS[task_name or "addition"]
     args.model = getattr(args, "model", task["model"])
     args.data = getattr(args, "data", task["eval_file"])
-    if args.n < 1 or not 1 <= args.k <= args.n:
-        raise InvalidInputError(f"need 1 <= k <= n, got k={args.k}, n={args.n}")
+    if args.k > args.n:
+        raise InvalidInputError(
+            f"-k must be <= -n (pass@k of n samples), got k={args.k}, n={args.n}"
+        )
     check_model_name(args.model, adapters=True)
+    verify_checkpoint(Path(args.model))
     check_device(args.device)
     max_new_tokens = getattr(args, "max_new_tokens", None)
     if max_new_tokens is None:
@@ -268,18 +308,47 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from grpo_fast.train.export import export_model
+    from grpo_fast.train.run_dir import check_writable_dir, verify_checkpoint
 
-    out = export_model(
-        args.checkpoint,
-        args.out,
-        base=getattr(args, "base_model", None),
-        dtype=getattr(args, "dtype", None),
-    )
+    verify_checkpoint(Path(args.checkpoint))
+    check_writable_dir(args.out, "OUT")
+    try:
+        out = export_model(
+            args.checkpoint,
+            args.out,
+            base=getattr(args, "base_model", None),
+            dtype=getattr(args, "dtype", None),
+        )
+    except OSError as e:  # a read-only file system, a full disk, ...
+        if isinstance(e, InvalidInputError):
+            raise
+        raise InvalidInputError(
+            f"cannot write the model to {args.out!r}: {e.strerror or e}"
+            + ("" if e.filename is None else f" ({e.filename})")
+        ) from None
     print(f"wrote {out}/ (load it with from_pretrained, or: grpo-fast eval --model {out})")
     return 0
 
 
 # ---------------------------------------------------------------------- the parser
+def _at_least(low: float, *, number: type = int) -> Any:
+    """An argparse type: a ``number`` (int or float) >= ``low``; argparse names the flag
+    in its message (``argument --limit: must be >= 0, got -1``)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = number(text)
+        except ValueError:
+            kind = "an int" if number is int else "a number"
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
+        if not value >= low:  # NaN too
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
+        return value
+
+    convert.__name__ = "int" if number is int else "number"
+    return convert
+
+
 def _field_default(name: str) -> Any:
     from grpo_fast.train.config import TrainerConfig
 
@@ -427,13 +496,15 @@ def _eval_flags(sub: Any) -> None:
     ev.add_argument(
         "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
     )
-    ev.add_argument("-n", type=int, default=8, help="samples per prompt")
-    ev.add_argument("-k", type=int, default=1, help="k of pass@k")
-    ev.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    ev.add_argument("-n", type=_at_least(1), default=8, help="samples per prompt")
+    ev.add_argument("-k", type=_at_least(1), default=1, help="k of pass@k")
+    ev.add_argument(
+        "--temperature", type=_at_least(0.0, number=float), default=1.0, help="sampling temperature"
+    )
     # Defaults that depend on the model: unset here, resolved in _eval (help states them).
     ev.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=_at_least(1),
         default=argparse.SUPPRESS,
         help=f"longest completion (default: {_field_default('max_new_tokens')}); with "
         "--task, the task's",
@@ -445,8 +516,8 @@ def _eval_flags(sub: Any) -> None:
         help=f"weights and autocast dtype (default: {_field_default('dtype')})",
     )
     ev.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda', 'cuda:1', ...")
-    ev.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
-    ev.add_argument("--batch-size", type=int, default=None, help="rows per generate call")
+    ev.add_argument("--limit", type=_at_least(0), default=0, help="first N prompts only (0 = all)")
+    ev.add_argument("--batch-size", type=_at_least(1), default=None, help="rows per generate call")
     ev.add_argument("--seed", type=int, default=0, help="sampling seed")
     ev.set_defaults(func=_eval)
 
@@ -486,19 +557,39 @@ _COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    """Run the command line; return its exit status.
+
+    2: input the user can fix (one line on stderr, no traceback); 130: Ctrl-C
+    (during start-up imports too); 141 (128 + SIGPIPE, as ``cat`` ends): the
+    reader of standard output went away (``grpo-fast score ... | head``).
+    """
+    command = "grpo-fast"
     try:
-        return int(args.func(args))
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        command = f"grpo-fast {args.command}"
+        from grpo_fast.train.tracking import quiet_libraries
+
+        with quiet_libraries(transformers=args.command in ("train", "eval", "export")):
+            status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe is found here, not at exit
+        return status
     except InvalidInputError as e:
-        print(f"grpo-fast {args.command}: error: {e}", file=sys.stderr)
+        print(f"{command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C outside training (loading, scoring, ...)
-        print(f"grpo-fast {args.command}: stopped (Ctrl-C)", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C outside training (imports, loading, scoring, ...)
+        print(f"{command}: stopped (Ctrl-C)", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Python would report the pipe again when it flushes stdout at exit: point the
+        # descriptor at /dev/null first.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
 
 
 if __name__ == "__main__":

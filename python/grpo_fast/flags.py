@@ -23,6 +23,7 @@ __all__ = [
     "check_value",
     "config_from_file",
     "flag",
+    "out_of_bounds",
     "parse_text",
 ]
 
@@ -124,12 +125,38 @@ class Repeat(argparse.Action):
         setattr(namespace, self.dest, [*items, values])
 
 
-def _type_converter(name: str, hint: Any) -> Any:
+def out_of_bounds(metadata: Any, value: Any) -> str | None:
+    """Why ``value`` is outside a field's bounds (its metadata's ``ge``, ``gt``, ``le``:
+    ``"must be > 0"``), or None.
+
+    Examples
+    --------
+    >>> out_of_bounds({"gt": 0}, 0.0), out_of_bounds({"ge": 0}, 0)
+    ('must be > 0', None)
+    """
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    for key, word in (("ge", ">="), ("gt", ">"), ("le", "<=")):
+        bound = metadata.get(key)
+        if bound is None:
+            continue
+        ok = value >= bound if key == "ge" else value > bound if key == "gt" else value <= bound
+        if not ok:  # NaN too
+            return f"must be {word} {bound}"
+    return None
+
+
+def _type_converter(name: str, hint: Any, metadata: Any = None) -> Any:
     def convert(text: str) -> Any:
         try:
-            return parse_text(name, hint, text)
+            value = parse_text(name, hint, text)
         except InvalidInputError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+        # The field's bounds, at parse time: argparse names the flag.
+        why = out_of_bounds(metadata or {}, value)
+        if why is not None:
+            raise argparse.ArgumentTypeError(f"{why}, got {text}")
+        return value
 
     convert.__name__ = _describe(hint)
     return convert
@@ -160,7 +187,7 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
             if literal:
                 kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
-        parser.add_argument(*names, type=_type_converter(f.name, hint), **kw)
+        parser.add_argument(*names, type=_type_converter(f.name, hint, f.metadata), **kw)
 
 
 # ---------------------------------------------------------------------- config files

@@ -456,7 +456,9 @@ def _call_python(
     golds: list[str | None],
     lengths: npt.NDArray[np.int64] | None,
 ) -> npt.NDArray[np.float32]:
-    return call_reward(spec.fn, f"reward {name!r}", len(texts), texts, golds, lengths)
+    return call_reward(
+        spec.fn, f"reward {name!r}", len(texts), texts, golds, lengths, samples=texts
+    )
 
 
 def call_reward(
@@ -465,6 +467,7 @@ def call_reward(
     n: int,
     *args: Any,
     per: tuple[str, str] = ("values", "completions"),
+    samples: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> npt.NDArray[np.float32]:
     """The one call of a reward function written in Python, and the checks of what it
@@ -473,20 +476,62 @@ def call_reward(
     Every Python reward goes through here: :class:`PythonReward`, TRL-style
     functions (:class:`grpo_fast.run_rewards.RunRewards`) and step scorers
     (:class:`grpo_fast.steps.ProcessReward`). ``what`` names it in errors, ``per``
-    what it returned and what for ("values" for "completions").
+    what it returned and what for ("values" for "completions"). With
+    ``samples`` (the ``n`` completions), a function that raises is an
+    :class:`InvalidInputError` naming the first sample it raises on, found by
+    calling it on one sample at a time (each argument of ``n`` items cut to
+    that sample's), and its exception.
 
     Examples
     --------
     >>> call_reward(lambda c: [1, None], "reward 'f'", 2, ["a", "b"])
     array([ 1., nan], dtype=float32)
-    """
-    out = list(fn(*args, **kwargs))
+    >>> call_reward(lambda c: [1 / len(x) for x in c], "reward 'f'", 2, ["a", ""],
+    ...             samples=["a", ""])
+    Traceback (most recent call last):
+    ...
+    grpo_fast.errors.InvalidInputError: reward 'f' raised on sample 1 (completion ''): ZeroDivisionError: division by zero
+    """  # noqa: E501
+    try:
+        out = list(fn(*args, **kwargs))
+    except Exception as e:
+        if samples is None:
+            raise
+        raise InvalidInputError(_raised(fn, what, e, samples, args, kwargs)) from e
     if len(out) != n:
         raise InvalidInputError(f"{what} returned {len(out)} {per[0]} for {n} {per[1]}")
     try:
         return np.array([np.nan if v is None else float(v) for v in out], dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise InvalidInputError(f"{what} returned a non-number: {e}") from None
+
+
+def _raised(
+    fn: Callable[..., Any],
+    what: str,
+    error: Exception,
+    samples: Sequence[str],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> str:
+    """What to say when ``fn`` raised ``error`` on a batch: the first sample it raises on
+    alone, and that exception."""
+    n = len(samples)
+
+    def one(x: Any, i: int) -> Any:
+        per_sample = isinstance(x, list | tuple | np.ndarray) and len(x) == n
+        return x[i : i + 1] if per_sample else x
+
+    for i, text in enumerate(samples):
+        try:
+            fn(*(one(a, i) for a in args), **{k: one(v, i) for k, v in kwargs.items()})
+        except Exception as e:  # noqa: BLE001 (the user's code: any exception)
+            return f"{what} raised on sample {i} (completion {text[:60]!r}): {_exception(e)}"
+    return f"{what} raised on the batch: {_exception(error)}"
+
+
+def _exception(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
 
 
 def trl_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:

@@ -31,7 +31,11 @@ Examples
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
+import os
+import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,11 +84,59 @@ def _weight(text: str, where: str) -> float:
 
 
 def _import(path: str) -> Any:
-    module, _, attr = path.rpartition(".")
+    """``pkg.module.attr`` or ``pkg.module:attr``, importable from the current directory
+    too (as ``python -m`` makes it: a ``myrewards.py`` beside the command works)."""
+    module, sep, attr = path.partition(":")
+    if not sep:
+        module, _, attr = path.rpartition(".")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as e:
         raise InvalidInputError(f"reward {path!r} cannot be imported: {e}") from None
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]*$")
+
+
+def _shown(spec: str) -> str:
+    return spec if len(spec) <= 60 else spec[:57] + "..."
+
+
+def _split_spec(spec: str) -> tuple[str, str | None]:
+    """``NAME[:WEIGHT]`` or ``MODULE:FUNCTION[:WEIGHT]`` as (name, weight text or None);
+    anything else is an error that shows the forms (and only the start of a long spec)."""
+    parts = spec.split(":")
+    if len(parts) == 1:
+        return parts[0], None
+    module, rest = parts[0].strip(), [p.strip() for p in parts[1:]]
+    if len(parts) == 2:
+        if _IDENTIFIER.match(rest[0]) and module not in REWARD_NAMES:
+            return f"{module}:{rest[0]}", None  # module:function
+        return parts[0], parts[1]
+    if len(parts) == 3 and _IDENTIFIER.match(module) and _IDENTIFIER.match(rest[0]):
+        if module not in REWARD_NAMES:
+            return f"{module}:{rest[0]}", parts[2]
+    raise InvalidInputError(
+        f"reward {_shown(spec)!r}: expected NAME[:WEIGHT] (NAME one of {list(REWARD_NAMES)} or "
+        "a dotted import path) or MODULE:FUNCTION[:WEIGHT]; a built-in reward's options go in "
+        "a config file table ({name = ..., weight = ...})"
+    )
+
+
+def _options_error(where: str, factory: Any, options: Mapping[str, Any]) -> InvalidInputError:
+    """A reward's unknown options, named with the ones it takes (not Python's signature)."""
+    try:
+        known = [
+            p for p in inspect.signature(factory).parameters if p not in ("self", "args", "kw")
+        ]
+    except (TypeError, ValueError):
+        known = []
+    unknown = sorted(set(options) - set(known)) if known else sorted(options)
+    return InvalidInputError(
+        f"reward {where!r}: unknown option(s) {unknown}" + (f"; it takes {known}" if known else "")
+    )
 
 
 def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = None) -> RewardLike:
@@ -95,8 +147,10 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
     ``overlong`` (DAPO's soft punishment of lengths beyond
     ``max_new_tokens`` minus a fifth of it), ``cosine`` (correctness scaled
     by length, ``max_length`` defaulting to ``max_new_tokens``),
-    ``repetition`` (the 3-gram repetition penalty), or a dotted import path to a
-    reward spec, a compiled ``Rewards`` or a TRL-style function. A table
+    ``repetition`` (the 3-gram repetition penalty), or a dotted import path
+    (``pkg.module.fn``, or ``module:fn``; a module in the current directory
+    imports as ``python -m`` would find it) to a reward spec, a compiled
+    ``Rewards`` or a TRL-style function. A table
     (from a config file) has ``name``, optional ``weight``, and the spec's
     own options: ``{name = "format", pattern = "^\\\\d+$", weight = 0.5}``.
 
@@ -114,9 +168,9 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
             raise InvalidInputError(f"a reward table needs a 'name' (one of {list(REWARD_NAMES)})")
         where = name
     elif isinstance(spec, str):
-        name, sep, weight = spec.partition(":")
-        options = {"weight": _weight(weight, spec)} if sep else {}
-        where = spec
+        name, weight = _split_spec(spec)
+        options = {"weight": _weight(weight, spec)} if weight is not None else {}
+        where = _shown(spec)
     else:
         raise InvalidInputError(
             f"a reward name must be a str or a table, not {type(spec).__name__}"
@@ -130,9 +184,9 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
             options.setdefault("max_length", max_new_tokens)
         try:
             return REWARD_NAMES[name](**options)
-        except TypeError as e:
-            raise InvalidInputError(f"reward {where!r}: {e}") from None
-    if "." in name:
+        except TypeError:
+            raise _options_error(where, REWARD_NAMES[name], options) from None
+    if "." in name or ":" in name:
         obj = _import(name)
         w = options.pop("weight", None)
         if options:
@@ -145,7 +199,8 @@ def parse_reward(spec: str | Mapping[str, Any], *, max_new_tokens: int | None = 
             return dataclasses.replace(obj, weight=w)
         return (obj, w)
     raise InvalidInputError(
-        f"unknown reward {name!r}; expected one of {list(REWARD_NAMES)} or a dotted import path"
+        f"unknown reward {where!r}; expected one of {list(REWARD_NAMES)}, a dotted import "
+        "path or MODULE:FUNCTION"
     )
 
 
@@ -169,6 +224,12 @@ class RunRewards:
         self.names: tuple[str, ...] = _rewards.unique_names(n for names in own for n in names)
         ends = np.cumsum([len(names) for names in own])
         self._names = [self.names[e - len(o) : e] for e, o in zip(ends, own, strict=True)]
+
+    @property
+    def has_functions(self) -> bool:
+        """Whether a TRL-style function is among the rewards (only those take
+        ``trainer_state``: the trainer builds one for them alone)."""
+        return any(not isinstance(p, _rewards.Rewards) for p in self.parts)
 
     @classmethod
     def build(
@@ -218,16 +279,21 @@ class RunRewards:
         *,
         completion_ids: Sequence[Sequence[int]] | None = None,
         truncated: Sequence[bool] | npt.ArrayLike | None = None,
+        trainer_state: Any = None,
     ) -> _rewards.RewardScores:
         """The rewards of ``completions``, one dataset row each (gold in ``answer``).
 
+        Returns the weighted total and the unweighted column of every reward. As
+        TRL sums them, a reward that cannot score an item (NaN: a gold without a
+        choice letter for ``choice``, a function's None) is left out of its
+        total; the total is NaN only where no weighted reward scored the item.
         ``truncated`` marks the completions cut off at the token limit: the
         built-in answer rewards read those only through their answer markers
         (:meth:`grpo_fast.rewards.Rewards.score_batch`); TRL-style functions
-        are called as TRL calls them, without it.
-
-        Returns the weighted total (NaN where a weighted reward is NaN) and
-        the unweighted column of every reward.
+        are called as TRL calls them, without it. ``trainer_state``
+        (``global_step``, ``epoch``, ``max_steps``: a
+        ``transformers.TrainerState``, as TRL passes it) goes to functions with
+        TRL's signature.
         """
         texts = list(completions)
         if len(rows) != len(texts):
@@ -241,20 +307,20 @@ class RunRewards:
             if completion_ids is None
             else np.fromiter((len(c) for c in completion_ids), np.int64, len(texts))
         )
-        total = np.zeros(len(texts), np.float32)
         columns: dict[str, npt.NDArray[np.float32]] = {}
+        weights: list[float] = []
         for part, names in zip(self.parts, self._names, strict=True):
             if isinstance(part, _rewards.Rewards):
                 s = part.score_batch(texts, golds, lengths, truncated)
-                total = total + s.total
-                for name, col in zip(names, s.columns.values(), strict=True):
-                    columns[name] = col
+                columns.update(zip(names, s.columns.values(), strict=True))
+                weights += [spec.weight for spec in part.specs]
             else:
-                col = self._call(part, names[0], texts, rows, completion_ids)
-                if part.weight != 0:
-                    total = total + np.float32(part.weight) * col
-                columns[names[0]] = col
-        return _rewards.RewardScores(total=total.astype(np.float32), columns=columns)
+                columns[names[0]] = self._call(
+                    part, names[0], texts, rows, completion_ids, trainer_state
+                )
+                weights.append(part.weight)
+        total = _nansum(list(columns.values()), weights, len(texts))
+        return _rewards.RewardScores(total=total, columns=columns)
 
     @staticmethod
     def _call(
@@ -263,18 +329,46 @@ class RunRewards:
         texts: list[str],
         rows: Sequence[Mapping[str, Any]],
         completion_ids: Sequence[Sequence[int]] | None,
+        trainer_state: Any = None,
     ) -> npt.NDArray[np.float32]:
-        """A TRL-style function, called as TRL's ``GRPOTrainer`` calls it."""
+        """A TRL-style function, called as TRL's ``GRPOTrainer`` calls it (``trainer_state``
+        too, when the trainer gives one)."""
         # As TRL does: conversational prompts get their completions as assistant messages.
         chat = bool(rows) and isinstance(rows[0].get("prompt"), list)
+        state = {} if trainer_state is None else {"trainer_state": trainer_state}
         return _rewards.call_reward(
             part.fn,
-            f"reward {name!r}",
+            f"reward function {name!r}",
             len(texts),
             completions=[[{"role": "assistant", "content": t}] for t in texts] if chat else texts,
             completion_ids=None if completion_ids is None else [list(c) for c in completion_ids],
+            samples=texts,
             **_rewards.trl_columns(rows),
+            **state,
         )
+
+
+def _nansum(
+    columns: Sequence[npt.NDArray[np.float32]], weights: Sequence[float], n: int
+) -> npt.NDArray[np.float32]:
+    """The weighted total, as TRL's ``nansum`` over reward functions makes it: a reward that
+    cannot score an item (NaN) adds nothing to it; NaN where no weighted reward scored it.
+
+    Examples
+    --------
+    >>> nan = float("nan")
+    >>> _nansum([np.array([1, nan, nan], np.float32), np.array([1, 1, nan], np.float32)],
+    ...         [2.0, 0.5], 3).tolist()
+    [2.5, 0.5, nan]
+    """
+    total = np.zeros(n, np.float32)
+    scored = np.zeros(n, bool)
+    for col, weight in zip(columns, weights, strict=True):
+        if weight != 0:
+            ok = ~np.isnan(col)
+            total += np.where(ok, np.float32(weight) * col, np.float32(0))
+            scored |= ok
+    return np.where(scored, total, np.float32(np.nan)).astype(np.float32)
 
 
 def _is_weighted_fn(x: Any) -> bool:

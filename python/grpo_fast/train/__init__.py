@@ -13,7 +13,8 @@
   :mod:`~grpo_fast.train.data` (datasets and prompts),
   :mod:`~grpo_fast.train.modeling` (loading and setting up models),
   :mod:`~grpo_fast.train.forward` (packing, the shared prompt cache, completion
-  log-probs), :mod:`~grpo_fast.train.export`, :mod:`~grpo_fast.train.checkpoint`,
+  log-probs), :mod:`~grpo_fast.train.export`, :mod:`~grpo_fast.train.checkpoint`
+  (the output directory: :mod:`~grpo_fast.train.run_dir`, :mod:`~grpo_fast.train.lock`),
   :mod:`~grpo_fast.train.distributed`, :mod:`~grpo_fast.train.curriculum`,
   :mod:`~grpo_fast.train.schedules`, :mod:`~grpo_fast.train.tracking`
   (metrics, W&B / TensorBoard), :mod:`~grpo_fast.train.plot`,

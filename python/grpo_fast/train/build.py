@@ -5,6 +5,8 @@ its schedule, the prompt order.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,18 +16,23 @@ from grpo_fast.errors import InvalidInputError
 from grpo_fast.sampling import HFSampler, SamplingParams, VLLMSampler
 from grpo_fast.train.config import TrainerConfig, sampler_correction
 from grpo_fast.train.curriculum import Curriculum, UniformPrompts
-from grpo_fast.train.data import check_tasks, read_tasks
+from grpo_fast.train.data import check_tasks, read_tasks, truncate_prompts
 from grpo_fast.train.devices import device_type, set_cpu_threads
 from grpo_fast.train.modeling import (
     DTYPES,
     MixedPrecision,
+    load_config,
     load_model,
+    max_positions,
     prepare_model,
     reference_model,
 )
 from grpo_fast.train.schedules import lr_multiplier
+from grpo_fast.train.tracking import say
 
 __all__ = [
+    "fit_max_steps",
+    "fit_prompts",
     "build_model",
     "build_optimizer",
     "build_prompt_order",
@@ -61,6 +68,55 @@ def load_rows(
     elif cfg.eval_file:
         held = read_tasks(cfg.eval_file, "eval_file", **columns)
     return train, held[: cfg.eval_size or None]
+
+
+def fit_max_steps(cfg: TrainerConfig, num_rows: int, world: int) -> TrainerConfig:
+    """``cfg`` with ``max_steps`` from ``num_train_epochs`` when it is set (TRL's
+    alternative): ``ceil(epochs x rows / (prompts_per_step x processes))``."""
+    if cfg.num_train_epochs is None:
+        return cfg
+    steps = math.ceil(cfg.num_train_epochs * num_rows / (cfg.prompts_per_step * world))
+    return dataclasses.replace(cfg, max_steps=max(1, steps))
+
+
+def fit_prompts(
+    cfg: TrainerConfig,
+    tokenizer: Any,
+    model: Any,
+    prompts: dict[str, list[str]],
+    *,
+    verbose: bool,
+) -> dict[str, list[str]]:
+    """The rendered prompts (``{"train": [...], "eval": [...]}``) cut from the left to
+    ``max_prompt_length`` tokens (how many were cut is said when ``verbose``); then
+    the longest one plus ``max_new_tokens`` is checked against the model's positions
+    (from a given model's config, else its ``config.json``: before the weights load)."""
+    fitted, longest = {}, 0
+    for what, texts in prompts.items():
+        if not texts:  # no eval file
+            fitted[what] = texts
+            continue
+        fitted[what], cut, n = truncate_prompts(texts, tokenizer, cfg.max_prompt_length)
+        longest = max(longest, n)
+        if cut and verbose:
+            say(
+                f"max_prompt_length {cfg.max_prompt_length}: {cut} of {len(texts)} {what} "
+                "prompts were longer and lost their beginning"
+            )
+    limit = max_positions(model.config if model is not None else load_config(cfg.model))
+    if limit is not None and longest + cfg.max_new_tokens > limit:
+        fix = (
+            f"set --max-prompt-length {limit - cfg.max_new_tokens} (prompts then lose their "
+            "beginning) or lower --max-new-tokens"
+            if limit > cfg.max_new_tokens
+            else "lower --max-new-tokens"
+        )
+        raise InvalidInputError(
+            f"the longest prompt has {longest} tokens and max_new_tokens is "
+            f"{cfg.max_new_tokens}: {longest + cfg.max_new_tokens} tokens, more than the "
+            f"model's {limit} positions; {fix}"
+        )
+    return fitted
 
 
 def build_model(

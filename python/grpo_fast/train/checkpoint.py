@@ -1,6 +1,7 @@
-"""A run's output directory and its checkpoints: refusing to mix runs, writing
-``checkpoints/step-N`` so that a stop at any moment leaves only good ones,
-and finding and loading the newest good one on resume.
+"""A run's checkpoints: writing ``checkpoints/step-N`` so that a stop at any moment
+leaves only good ones, and loading the one resume chose. The output directory
+(its lock, finding and verifying checkpoints, the resume's option check) is
+:mod:`grpo_fast.train.run_dir`'s; its names stay importable from here.
 
 A checkpoint directory holds the model and tokenizer (``save_pretrained``),
 ``trainer_state.pt`` (step, optimizer, scheduler, prompt order), one
@@ -24,11 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import random
-import re
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -42,152 +41,51 @@ from safetensors import SafetensorError
 from grpo_fast.errors import CheckpointError, InvalidInputError
 from grpo_fast.train.distributed import Distributed, LogProbs
 from grpo_fast.train.modeling import is_peft_model, load_weights
-from grpo_fast.train.tracking import WANDB_ID_FILE, say
+from grpo_fast.train.run_dir import (
+    CONFIG,
+    MANIFEST,
+    check_resume_config,
+    checkpoint_problem,
+    file_sha256,
+    find_resume,
+    lock_output_dir,
+    never_trained,
+    newest_good_checkpoint,
+    prepare_output_dir,
+    remove_leftovers,
+    run_files,
+    saved_config,
+    step_dirs,
+    unlock_output_dir,
+    verify_checkpoint,
+)
 
 __all__ = [
+    "check_resume_config",
     "checkpoint_problem",
     "find_resume",
     "is_sharded",
     "load_checkpoint",
     "load_sharded_model",
+    "lock_output_dir",
+    "never_trained",
+    "newest_good_checkpoint",
     "prepare_output_dir",
     "remove_leftovers",
     "rng_state",
     "run_files",
     "save_checkpoint",
     "set_rng_state",
+    "saved_config",
+    "unlock_output_dir",
+    "verify_checkpoint",
 ]
 
-MANIFEST = "manifest.json"
 #: The directory of a sharded checkpoint's ``torch.distributed.checkpoint`` files.
 SHARDED = "sharded"
 # What a failed write raises: OSError (Python), RuntimeError (torch.save's zip writer),
 # SafetensorError (safetensors' Rust writer).
 _WRITE_ERRORS = (OSError, RuntimeError, SafetensorError)
-_STEP_DIR = re.compile(r"^step-(\d+)$")
-
-
-def _step_dirs(out_dir: Path) -> list[tuple[int, Path]]:
-    """``checkpoints/step-N`` directories, oldest first."""
-    root = out_dir / "checkpoints"
-    if not root.is_dir():
-        return []
-    found = [(int(m[1]), p) for p in root.iterdir() if (m := _STEP_DIR.match(p.name))]
-    return sorted(found)
-
-
-# ---------------------------------------------------------------------- the output directory
-def _is_run_config(path: Path) -> bool:
-    try:
-        values = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(values, dict) and {"output_dir", "num_generations"} <= values.keys()
-
-
-def run_files(out_dir: Path) -> list[Path]:
-    """What an earlier run left in ``out_dir``, and nothing else: a model's
-    ``config.json``, another tool's ``checkpoints/`` or ``wandb/`` are not a run's."""
-    found = [out_dir / n for n in ("metrics.jsonl", "curves.png") if (out_dir / n).is_file()]
-    if (out_dir / "config.json").is_file() and _is_run_config(out_dir / "config.json"):
-        found.append(out_dir / "config.json")
-    if (out_dir / "checkpoints").is_dir():
-        found += sorted(
-            p
-            for p in (out_dir / "checkpoints").iterdir()
-            if _STEP_DIR.match(p.name) or p.name.startswith(".tmp-")
-        )
-    if (out_dir / "tensorboard").is_dir():
-        found += sorted((out_dir / "tensorboard").glob("events.out.tfevents.*"))
-    if (out_dir / "wandb" / WANDB_ID_FILE).is_file():
-        found.append(out_dir / "wandb")
-    return found
-
-
-def _describe(out_dir: Path, files: list[Path]) -> str:
-    tops = dict.fromkeys(
-        p.relative_to(out_dir).parts[0] + ("/" if p.parent != out_dir or p.is_dir() else "")
-        for p in files
-    )
-    return ", ".join(tops)
-
-
-def prepare_output_dir(
-    out_dir: Path, *, resume: str | None, overwrite: bool, create: bool = False
-) -> None:
-    """Check that a run may write into ``out_dir``; with ``create``, also make it
-    (parents too) or, with ``overwrite``, clear the earlier run's files.
-
-    Called twice: once before anything is loaded (``create=False``: only checks,
-    so a bad data file cannot cost the earlier run) and once when the run starts
-    writing. A directory that already holds a run is refused unless ``resume``
-    (continue it) or ``overwrite`` (replace it) is given.
-    """
-    if resume and overwrite:
-        raise InvalidInputError(
-            "resume and overwrite contradict each other: --resume continues the run in "
-            "output_dir, --overwrite deletes it"
-        )
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InvalidInputError(f"output_dir {str(out_dir)!r} exists and is not a directory")
-    if not out_dir.exists():
-        parent = next(p for p in out_dir.absolute().parents if p.exists())
-        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-            why = "is not writable" if parent.is_dir() else "is not a directory"
-            raise InvalidInputError(
-                f"cannot create output_dir {str(out_dir)!r}: {str(parent)!r} {why}"
-            )
-        if create:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            say(f"created the output directory {out_dir}")
-        return
-    if not os.access(out_dir, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"output_dir {str(out_dir)!r} is not writable")
-    if (out_dir / "config.json").exists() and not _is_run_config(out_dir / "config.json"):
-        raise InvalidInputError(
-            f"output_dir {str(out_dir)!r} has a config.json that is not a grpo-fast run's (a "
-            "model directory?); a run would write over it: choose another --output-dir"
-        )
-    held = run_files(out_dir)
-    if not held or resume:
-        return
-    if not overwrite:
-        steps = _step_dirs(out_dir)
-        newest = f", newest checkpoint {steps[-1][1].name}" if steps else ""
-        raise InvalidInputError(
-            f"output_dir {str(out_dir)!r} already holds a run ({_describe(out_dir, held)}"
-            f"{newest}): continue it with --resume auto, replace it with --overwrite, or choose "
-            "another --output-dir"
-        )
-    if create:
-        what = _describe(out_dir, held)
-        for path in held:
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        for name in ("checkpoints", "tensorboard"):  # emptied: gone too
-            with contextlib.suppress(OSError):
-                (out_dir / name).rmdir()
-        say(f"starting over in {out_dir}: removed the earlier run's {what}")
-
-
-def remove_leftovers(out_dir: Path, resumed_step: int | None) -> None:
-    """Delete unfinished ``.tmp-step-*`` directories, and the checkpoints newer than the
-    one a run resumed from: they belong to the attempt being replaced (an
-    ``--resume auto`` after them would otherwise mix the two)."""
-    root = out_dir / "checkpoints"
-    if not root.is_dir():
-        return
-    for tmp in sorted(root.glob(".tmp-*")):
-        shutil.rmtree(tmp, ignore_errors=True)
-        say(f"removed {tmp}: an unfinished checkpoint (the run stopped while writing it)")
-    if resumed_step is None:
-        return
-    for step, path in _step_dirs(out_dir):
-        if step > resumed_step:
-            shutil.rmtree(path, ignore_errors=True)
-            say(f"removed {path}: it is newer than step {resumed_step}, the one resumed from")
 
 
 # ---------------------------------------------------------------------- writing
@@ -211,16 +109,6 @@ def set_rng_state(rng: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(rng["cuda"])
 
 
-def _sha256(path: Path, *, fsync: bool = False) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-        if fsync:
-            os.fsync(f.fileno())
-    return h.hexdigest()
-
-
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -231,7 +119,7 @@ def _fsync_dir(path: Path) -> None:
 
 def _write_manifest(tmp: Path, step: int, world: int) -> None:
     files = {
-        str(p.relative_to(tmp)): {"bytes": p.stat().st_size, "sha256": _sha256(p, fsync=True)}
+        str(p.relative_to(tmp)): {"bytes": p.stat().st_size, "sha256": file_sha256(p, fsync=True)}
         for p in sorted(tmp.rglob("*"))
         if p.is_file()
     }
@@ -287,6 +175,7 @@ def save_checkpoint(
     keep: int,
     sharded_state: dict[str, Any] | None = None,
     rng: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/checkpoints/step-N`` and keep the ``keep`` newest checkpoints.
 
@@ -331,6 +220,8 @@ def save_checkpoint(
                 tokenizer.save_pretrained(tmp)
                 state = {"step": step, **trainer_state, "world": dist.world}
                 torch.save(state, tmp / "trainer_state.pt")
+                if config is not None:
+                    (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
         except _WRITE_ERRORS as e:
             error = e
         except CheckpointException as e:  # DCP's: every rank gets every rank's errors
@@ -362,113 +253,17 @@ def save_checkpoint(
         then = "free some space" if full else "fix that"
         if dist.is_main:
             shutil.rmtree(tmp, ignore_errors=True)
-        kept = ", ".join(p.name for _, p in _step_dirs(out_dir)) or "none"
+        kept = ", ".join(p.name for _, p in step_dirs(out_dir)) or "none"
         raise CheckpointError(
             f"checkpoint step {step} was not written ({cause}); the older checkpoints are "
             f"kept ({kept}): {then}, then resume with --resume auto"
         ) from error
     if dist.is_main:
-        done = _step_dirs(out_dir)
+        done = step_dirs(out_dir)
         for _, old in done[: max(0, len(done) - max(1, keep))]:
             shutil.rmtree(old, ignore_errors=True)
     dist.barrier()
     return final
-
-
-# ---------------------------------------------------------------------- checking and finding
-def checkpoint_problem(path: Path) -> str | None:
-    """Why ``path`` is not a complete, undamaged checkpoint (None: it is).
-
-    Every file the manifest lists must be there with its size and SHA-256.
-    """
-    if not path.is_dir():
-        return "it does not exist" if not path.exists() else "it is not a directory"
-    try:
-        manifest = json.loads((path / MANIFEST).read_text())
-        files = manifest["files"]
-        int(manifest["world"])
-    except FileNotFoundError:
-        if not any(path.iterdir()):
-            return "it is empty"
-        return (
-            f"it has no {MANIFEST}: its writing did not finish (or it predates "
-            "grpo-fast's checksummed checkpoints)"
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"its {MANIFEST} is damaged"
-    for name in ("trainer_state.pt", "rng-rank0.pt"):
-        if name not in files:
-            return f"its {MANIFEST} lists no {name}"
-    for name, want in sorted(files.items()):
-        f = path / name
-        if not f.is_file():
-            return f"{name} is missing"
-        size = f.stat().st_size
-        if size != want["bytes"]:
-            return f"{name} has {size} bytes where {want['bytes']} were written"
-        if _sha256(f) != want["sha256"]:
-            return f"{name} is damaged (its SHA-256 differs from the one written)"
-    return None
-
-
-def find_resume(out_dir: Path, resume: str | None, dist: Distributed) -> Path | None:
-    """The checkpoint to resume from: ``resume`` itself (it must be good), or with
-    ``auto`` the newest good one in ``out_dir`` (None when there is none yet).
-
-    With ``auto``, each newer checkpoint that is incomplete or damaged is skipped
-    with a line that says why. The checks run on the main process; the others
-    take its answer.
-    """
-    if not resume:
-        return None
-    chosen: Path | None = None
-    error: InvalidInputError | None = None
-    if dist.is_main:
-        try:
-            chosen = _choose(out_dir, resume)
-        except InvalidInputError as e:
-            error = e
-    if dist.enabled:
-        # The step (-1: start over, -2: failed) from rank 0; the others pass the maximum.
-        mine = -2 if error else (_step_of(chosen) if chosen is not None else -1)
-        step = dist.all_min(mine if dist.is_main else 2**62)
-        if not dist.is_main:
-            if step == -2:
-                raise InvalidInputError("rank 0 found no checkpoint to resume from")
-            if step >= 0:
-                auto = out_dir / "checkpoints" / f"step-{step:07d}"
-                chosen = auto if resume == "auto" else Path(resume)
-    if error is not None:
-        raise error
-    return chosen
-
-
-def _step_of(path: Path) -> int:
-    return int(json.loads((path / MANIFEST).read_text())["step"])
-
-
-def _choose(out_dir: Path, resume: str) -> Path | None:
-    if resume != "auto":
-        path = Path(resume)
-        problem = checkpoint_problem(path)
-        if problem is not None:
-            raise InvalidInputError(f"cannot resume from {resume!r}: {problem}")
-        return path
-    found = _step_dirs(out_dir)
-    if not found:
-        say(f"--resume auto: no checkpoint in {out_dir / 'checkpoints'} yet; starting at step 0")
-        return None
-    skipped = []
-    for _, path in reversed(found):
-        problem = checkpoint_problem(path)
-        if problem is None:
-            return path
-        say(f"--resume auto: skipping {path}: {problem}")
-        skipped.append(f"{path.name} ({problem})")
-    raise InvalidInputError(
-        f"no good checkpoint in {out_dir / 'checkpoints'} to resume from: {'; '.join(skipped)}. "
-        "Start over with --overwrite, or resume from another checkpoint with --resume DIR"
-    )
 
 
 # ---------------------------------------------------------------------- loading

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from grpo_fast.advantages import ESTIMATORS, SCALES
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.flags import out_of_bounds
 from grpo_fast.loss import KL_ESTIMATORS, LOSS_TYPES, SURROGATES, LossOptions
 from grpo_fast.loss.mismatch import CORRECTIONS, LEVELS
 from grpo_fast.names import STEP_SPLITS
@@ -46,8 +47,11 @@ DTYPE_NAMES = ("fp32", "bf16", "fp16")
 PARALLEL = ("ddp", "fsdp")
 
 
-def _doc(text: str) -> Any:
-    return {"help": text}
+def _doc(text: str, **bounds: float) -> Any:
+    """A field's metadata: its help, and bounds on its value (``ge``, ``gt``, ``le``)
+    that the command line checks as it parses the flag and :meth:`TrainerConfig.validate`
+    checks for a config built in Python."""
+    return {"help": text, **bounds}
 
 
 @dataclass
@@ -84,8 +88,8 @@ class TrainerConfig:
             "runs each prompt with every sample instead of sharing it)"
         ),
     )
-    lora_r: int = field(default=0, metadata=_doc("LoRA rank (0: train every weight)"))
-    lora_alpha: float = field(default=32.0, metadata=_doc("LoRA scale numerator (alpha / r)"))
+    lora_r: int = field(default=0, metadata=_doc("LoRA rank (0: train every weight)", ge=0))
+    lora_alpha: float = field(default=32.0, metadata=_doc("LoRA scale numerator (alpha / r)", gt=0))
     lora_dropout: float = field(default=0.0, metadata=_doc("dropout on the LoRA path"))
     lora_target_modules: tuple[str, ...] = field(
         default=(),
@@ -136,9 +140,17 @@ class TrainerConfig:
         },
     )
     # Batch shape.
-    max_steps: int = field(default=1000, metadata=_doc("generation batches to train on"))
-    prompts_per_step: int = field(default=8, metadata=_doc("prompts per step (per rank)"))
-    num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt"))
+    max_steps: int = field(default=1000, metadata=_doc("generation batches to train on", ge=1))
+    num_train_epochs: float | None = field(
+        default=None,
+        metadata=_doc(
+            "passes over the training prompts instead of max_steps (when set, it decides "
+            "max_steps: ceil(epochs x rows / (prompts_per_step x processes)))",
+            gt=0,
+        ),
+    )
+    prompts_per_step: int = field(default=8, metadata=_doc("prompts per step (per rank)", ge=1))
+    num_generations: int = field(default=8, metadata=_doc("group size G: samples per prompt", ge=2))
     # Sampling.
     sampler: Literal["hf", "vllm", "vllm-server"] = field(
         default="hf",
@@ -174,11 +186,20 @@ class TrainerConfig:
         default="auto", metadata=_doc("the vLLM engine's precision (auto: --dtype's)")
     )
     max_new_tokens: int = field(
-        default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included")
+        default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included", ge=1)
     )
-    temperature: float = field(default=1.0, metadata=_doc("sampling temperature"))
-    top_p: float = field(default=1.0, metadata=_doc("nucleus sampling mass (1 = off)"))
-    top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)"))
+    max_prompt_length: int | None = field(
+        default=None,
+        metadata=_doc(
+            "longest prompt in tokens: a longer one loses its beginning (TRL's truncation "
+            "from the left; the count is logged); none: no limit. Prompt + max_new_tokens "
+            "must fit the model's positions",
+            ge=1,
+        ),
+    )
+    temperature: float = field(default=1.0, metadata=_doc("sampling temperature", gt=0))
+    top_p: float = field(default=1.0, metadata=_doc("nucleus sampling mass (1 = off)", gt=0, le=1))
+    top_k: int = field(default=0, metadata=_doc("top-k sampling (0 = off)", ge=0))
     # Advantages.
     estimator: Literal[ESTIMATORS] = field(  # type: ignore[valid-type]
         default="grpo",
@@ -210,10 +231,12 @@ class TrainerConfig:
     loss_type: Literal[LOSS_TYPES] = field(  # type: ignore[valid-type]
         default="grpo", metadata=_doc("loss aggregation (grpo_fast.loss.policy_loss)")
     )
-    eps_low: float = field(default=0.2, metadata=_doc("lower clip range of the ratio"))
-    eps_high: float = field(default=0.2, metadata=_doc("upper clip range (DAPO clip-higher: 0.28)"))
+    eps_low: float = field(default=0.2, metadata=_doc("lower clip range of the ratio", ge=0))
+    eps_high: float = field(
+        default=0.2, metadata=_doc("upper clip range (DAPO clip-higher: 0.28)", ge=0)
+    )
     beta: float = field(
-        default=0.0, metadata=_doc("KL penalty weight; > 0 loads a frozen reference model")
+        default=0.0, metadata=_doc("KL penalty weight; > 0 loads a frozen reference model", ge=0)
     )
     kl: Literal[KL_ESTIMATORS] = field(  # type: ignore[valid-type]
         default="k3", metadata=_doc("KL estimator")
@@ -225,8 +248,12 @@ class TrainerConfig:
             "sapo (sigmoid gate), gmpo (geometric mean of the token ratios)"
         ),
     )
-    sapo_tau_pos: float = field(default=1.0, metadata=_doc("SAPO gate temperature where A > 0"))
-    sapo_tau_neg: float = field(default=1.05, metadata=_doc("SAPO gate temperature where A <= 0"))
+    sapo_tau_pos: float = field(
+        default=1.0, metadata=_doc("SAPO gate temperature where A > 0", gt=0)
+    )
+    sapo_tau_neg: float = field(
+        default=1.05, metadata=_doc("SAPO gate temperature where A <= 0", gt=0)
+    )
     entropy_coef: float = field(
         default=0.0, metadata=_doc("entropy bonus weight (mean entropy of the tokens that learn)")
     )
@@ -243,7 +270,8 @@ class TrainerConfig:
         metadata=_doc("run each prompt once per group and share its KV cache with its G samples"),
     )
     num_iterations: int = field(
-        default=1, metadata=_doc("optimizer passes over each generation batch (old log-probs kept)")
+        default=1,
+        metadata=_doc("optimizer passes over each generation batch (old log-probs kept)", ge=1),
     )
     sampler_correction: Literal[SAMPLER_CORRECTIONS] = field(  # type: ignore[valid-type]
         default="auto",
@@ -258,23 +286,23 @@ class TrainerConfig:
         metadata=_doc("one mismatch ratio per token, or per sequence (geometric mean)"),
     )
     sampler_threshold: float = field(
-        default=2.0, metadata=_doc("C of the sampler correction: TIS cap, MIS band [1/C, C]")
+        default=2.0, metadata=_doc("C of the sampler correction: TIS cap, MIS band [1/C, C]", gt=1)
     )
     # Optimisation.
     optimizer: Literal["adamw", "sgd"] = field(default="adamw", metadata=_doc("optimizer"))
     learning_rate: float = field(
-        default=by_model(1e-6, demo=3e-5), metadata=_doc("peak learning rate")
+        default=by_model(1e-6, demo=3e-5), metadata=_doc("peak learning rate", gt=0)
     )
     lr_schedule: Literal[LR_SCHEDULES] = field(  # type: ignore[valid-type]
         default=by_model("linear", demo="constant"), metadata=_doc("learning rate after warmup")
     )
-    warmup_steps: int = field(default=0, metadata=_doc("linear warmup, in optimizer steps"))
-    weight_decay: float = field(default=0.0, metadata=_doc("AdamW weight decay"))
+    warmup_steps: int = field(default=0, metadata=_doc("linear warmup, in optimizer steps", ge=0))
+    weight_decay: float = field(default=0.0, metadata=_doc("AdamW weight decay", ge=0))
     adam_beta1: float = field(default=0.9, metadata=_doc("AdamW beta1"))
     adam_beta2: float = field(default=by_model(0.999, demo=0.99), metadata=_doc("AdamW beta2"))
-    max_grad_norm: float = field(default=1.0, metadata=_doc("gradient clipping (0 = off)"))
+    max_grad_norm: float = field(default=1.0, metadata=_doc("gradient clipping (0 = off)", ge=0))
     grad_accum_steps: int = field(
-        default=1, metadata=_doc("micro-batches per optimizer step (splits the batch's rows)")
+        default=1, metadata=_doc("micro-batches per optimizer step (splits the batch's rows)", ge=1)
     )
     # Prompt selection.
     curriculum: bool = field(
@@ -284,16 +312,20 @@ class TrainerConfig:
     dynamic_sampling: bool = field(
         default=False, metadata=_doc("DAPO: drop zero-variance groups and refill the batch")
     )
-    max_refill_rounds: int = field(default=3, metadata=_doc("extra sampling rounds per step"))
+    max_refill_rounds: int = field(default=3, metadata=_doc("extra sampling rounds per step", ge=0))
     # Evaluation, logging, checkpoints.
-    eval_every: int = field(default=100, metadata=_doc("evaluate every N steps (0 = start/end)"))
+    eval_every: int = field(
+        default=100, metadata=_doc("evaluate every N steps (0 = start/end)", ge=0)
+    )
     eval_size: int = field(
-        default=by_model(0, demo=500), metadata=_doc("held-out prompts per evaluation (0 = all)")
+        default=by_model(0, demo=500),
+        metadata=_doc("held-out prompts per evaluation (0 = all)", ge=0),
     )
     save_every: int = field(
-        default=by_model(500, demo=0), metadata=_doc("checkpoint every N steps (0 = at the end)")
+        default=by_model(500, demo=0),
+        metadata=_doc("checkpoint every N steps (0 = at the end)", ge=0),
     )
-    keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept"))
+    keep_checkpoints: int = field(default=2, metadata=_doc("newest checkpoints kept", ge=1))
     resume: str | None = field(
         default=None,
         metadata=_doc(
@@ -303,6 +335,13 @@ class TrainerConfig:
     )
     overwrite: bool = field(
         default=False, metadata=_doc("replace the run already in output_dir (its files only)")
+    )
+    resume_force: bool = field(
+        default=False,
+        metadata=_doc(
+            "resume although options that change the training differ from the checkpoint's "
+            "run (without it such a resume is refused, listing them)"
+        ),
     )
     seed: int = field(default=0, metadata=_doc("seed of prompt order, sampling and init"))
     device: str = field(default="auto", metadata=_doc("'auto', 'cpu', 'cuda', 'cuda:1', ..."))
@@ -317,10 +356,25 @@ class TrainerConfig:
     torch_threads: int = field(
         default=0,
         metadata=_doc(
-            "torch CPU threads (0 = auto: 1 for a model under 10M parameters on the CPU)"
+            "torch CPU threads (0 = auto: 1 for a model under 10M parameters on the CPU)", ge=0
         ),
     )
     progress: bool = field(default=True, metadata=_doc("show a progress bar"))
+    logging_steps: int = field(
+        default=10,
+        metadata=_doc(
+            "every N steps: a plain-text line on stdout when it is not a terminal (CI, "
+            "nohup) or without a progress bar, and the completions of log_completions",
+            ge=1,
+        ),
+    )
+    log_completions: bool = field(
+        default=False,
+        metadata=_doc(
+            "log sampled prompts, completions and each reward every logging_steps steps: "
+            "completions.jsonl, a W&B table, TensorBoard text"
+        ),
+    )
     plot: bool = field(default=True, metadata=_doc("write curves.png at each evaluation"))
     report_to: tuple[str, ...] = field(
         default=("none",),
@@ -362,38 +416,31 @@ class TrainerConfig:
             if not ok:
                 raise InvalidInputError(msg)
 
+        for f in fields(self):  # the bounds in each field's metadata (also checked by the flags)
+            why = out_of_bounds(f.metadata, getattr(self, f.name))
+            need(why is None, f"{f.name} {why}, got {getattr(self, f.name)!r}")
         for name, hint in typing.get_type_hints(type(self)).items():
             if typing.get_origin(hint) is Literal:
                 allowed = typing.get_args(hint)
                 value = getattr(self, name)
                 need(value in allowed, f"{name} must be one of {allowed}, got {value!r}")
         need(
-            self.num_generations >= 2,
-            f"num_generations (group size) must be >= 2 for group-relative advantages, "
-            f"got {self.num_generations}",
-        )
-        for name in ("max_steps", "prompts_per_step", "max_new_tokens", "num_iterations"):
-            need(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-        need(self.grad_accum_steps >= 1, f"grad_accum_steps must be >= 1: {self.grad_accum_steps}")
-        need(
             (self.prompts_per_step * self.num_generations) % self.grad_accum_steps == 0,
             f"prompts_per_step * num_generations ({self.prompts_per_step * self.num_generations})"
             f" must be divisible by grad_accum_steps ({self.grad_accum_steps})",
         )
-        need(self.learning_rate > 0, f"learning_rate must be > 0, got {self.learning_rate}")
         self.loss_options()  # every loss option's check (LossOptions)
-        need(self.temperature > 0, f"temperature must be > 0 for training: {self.temperature}")
-        for name in ("eval_every", "save_every", "max_refill_rounds", "torch_threads"):
-            need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
-        need(self.eval_size >= 0, f"eval_size must be >= 0 (0 = all), got {self.eval_size}")
+        need(
+            0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1,
+            f"adam_beta1 and adam_beta2 must be in [0, 1), got {self.adam_beta1}, "
+            f"{self.adam_beta2}",
+        )
         need(bool(self.reward), "reward: name at least one reward (e.g. 'math')")
         RunRewards.build(list(self.reward), max_new_tokens=self.max_new_tokens)
         build_process_reward(self)
         parse_report_to(self.report_to)
         check_model_name(self.model)
         check_device(self.device)
-        need(self.lora_r >= 0, f"lora_r must be >= 0 (0: no LoRA), got {self.lora_r}")
-        need(self.lora_alpha > 0, f"lora_alpha must be > 0, got {self.lora_alpha}")
         need(0 <= self.lora_dropout < 1, f"lora_dropout must be in [0, 1): {self.lora_dropout}")
         if self.lora_r > 0:
             import importlib.util

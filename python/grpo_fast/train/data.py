@@ -3,9 +3,11 @@ and the prompt text a model sees.
 
 Formats: JSONL (read here, line by line; ``-`` is standard input) and what
 Hugging Face ``datasets`` reads from local files: JSON, Parquet, CSV, TSV,
-Arrow (:data:`FORMATS`, by file suffix). Every way a file can be unusable
-(missing, unreadable, a column missing, a completion that is not a string, a
-null gold answer, no rows at all) is an
+Arrow (:data:`FORMATS`, by file suffix), each also compressed
+(:data:`COMPRESSIONS`: ``train.jsonl.gz``, ``.bz2``, ``.xz``, ``.zst``).
+Text is UTF-8. Every way a file can be unusable (missing, unreadable, not
+UTF-8, a column missing, a completion that is not a string, a null gold
+answer, no rows at all) is an
 :class:`~grpo_fast.errors.InvalidInputError` naming the file and line or row,
 so a run stops before it loads a model rather than an hour into training.
 
@@ -28,20 +30,29 @@ Examples
 
 from __future__ import annotations
 
+import bz2
 import csv
+import gzip
+import io
 import json
 import logging
+import lzma
 import math
+import numbers
 import os
+import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
+
+import numpy as np
 
 from grpo_fast.errors import InvalidInputError
 
 __all__ = [
+    "COMPRESSIONS",
     "DATA_DIR",
     "FORMATS",
     "TASKS",
@@ -50,6 +61,7 @@ __all__ = [
     "read_rows",
     "read_tasks",
     "render_prompts",
+    "truncate_prompts",
 ]
 
 #: The embedded demo: a tiny model (``tiny_adder``) and 2-digit addition prompts.
@@ -88,14 +100,120 @@ FORMATS: dict[str, str] = {
 }
 
 
-def _lines(path: str | os.PathLike[str], what: str) -> tuple[str, Iterable[str], TextIO | None]:
+#: Compressed files, read through the named module (``x.jsonl.gz``, ``x.csv.zst``, ...): the
+#: suffix before it says the format.
+COMPRESSIONS: dict[str, str] = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstandard"}
+
+
+def _suffixes(path: Path) -> tuple[str, str | None]:
+    """The format suffix and the compression suffix (None) of ``path``:
+    ````(".jsonl", ".gz")```` for ``train.jsonl.gz``."""
+    suffix = path.suffix.lower()
+    if suffix in COMPRESSIONS:
+        return Path(path.stem).suffix.lower(), suffix
+    return suffix, None
+
+
+def _open_binary(path: Path, what: str) -> BinaryIO:
+    """``path`` opened for reading bytes, decompressed on the fly when its suffix says so."""
+    compression = _suffixes(path)[1]
+    try:
+        if compression == ".gz":
+            return gzip.open(path, "rb")  # type: ignore[return-value]
+        if compression == ".bz2":
+            return bz2.open(path, "rb")  # type: ignore[return-value]
+        if compression == ".xz":
+            return lzma.open(path, "rb")  # type: ignore[return-value]
+        if compression == ".zst":
+            try:
+                import zstandard
+            except ImportError:
+                raise InvalidInputError(
+                    f"{what} {str(path)!r}: reading .zst files needs the zstandard package "
+                    "(pip install zstandard), or decompress it first: zstd -d FILE"
+                ) from None
+            return io.BufferedReader(_ZstdReader(path, zstandard))
+        return open(path, "rb")  # noqa: SIM115 (closed by the caller)
+    except OSError as e:
+        raise InvalidInputError(f"{what} {str(path)!r} cannot be read: {e.strerror or e}") from None
+
+
+class _ZstdReader(io.RawIOBase):
+    """The decompressed bytes of a ``.zst`` file, frame after frame; a file cut short
+    (a frame without its end) is an ``EOFError``, as ``gzip`` raises."""
+
+    def __init__(self, path: Path, zstandard: Any) -> None:
+        self._file = open(path, "rb")  # noqa: SIM115 (closed by close())
+        self._zstd = zstandard
+        self._obj = zstandard.ZstdDecompressor().decompressobj()
+        self._out = b""
+        self._at = 0
+        self._started = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._out:
+            chunk = self._file.read(1 << 16)
+            if not chunk:
+                if self._started and not self._obj.eof:
+                    raise EOFError("the .zst file ended inside a frame (cut short?)")
+                return 0
+            while chunk:
+                if self._obj.eof:  # the next frame
+                    self._obj = self._zstd.ZstdDecompressor().decompressobj()
+                self._started = True
+                self._out += self._obj.decompress(chunk)
+                chunk = self._obj.unused_data if self._obj.eof else b""
+        n = min(len(buffer), len(self._out) - self._at)
+        buffer[:n] = self._out[self._at : self._at + n]
+        self._at += n
+        if self._at == len(self._out):
+            self._out, self._at = b"", 0
+        return n
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def _decoded(name: str, lines: Iterable[bytes]) -> Iterator[str]:
+    """Each line as text (UTF-8; a byte-order mark is dropped); a line that is not UTF-8
+    is an error naming the line, the byte and where it is."""
+    lineno = 0
+    try:
+        for lineno, raw in enumerate(lines, 1):
+            try:
+                yield raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                raise InvalidInputError(
+                    f"{name}:{lineno}: not UTF-8 text: byte 0x{raw[e.start]:02x} at column "
+                    f"{e.start + 1} (a Latin-1 or Windows-1252 file? convert it: iconv -f "
+                    "latin1 -t utf-8 FILE > FILE.utf8)"
+                ) from None
+    except (OSError, EOFError, _zstd_errors()) as e:  # a damaged or cut compressed file
+        raise InvalidInputError(
+            f"{name}: cannot be read past line {lineno}: {e} (a damaged or truncated file?)"
+        ) from None
+
+
+def _zstd_errors() -> type[Exception]:
+    try:
+        import zstandard
+    except ImportError:
+        return OSError
+    return zstandard.ZstdError  # type: ignore[no-any-return]
+
+
+def _lines(path: str | os.PathLike[str], what: str) -> tuple[str, Iterable[str], BinaryIO | None]:
     if str(path) == "-":
-        return "<stdin>", sys.stdin, None
+        return "<stdin>", _decoded("<stdin>", sys.stdin.buffer), None
     p = Path(path)
     if not p.is_file():
         raise InvalidInputError(f"{what} {str(p)!r} does not exist or is not a file")
-    f = open(p)  # noqa: SIM115 (closed by the caller)
-    return str(p), f, f
+    f = _open_binary(p, what)
+    return str(p), _decoded(str(p), f), f
 
 
 def _type_name(value: Any) -> str:
@@ -213,16 +331,28 @@ def _checked(
             )
     out = dict(row)
     for c in answer_columns:
-        v = row[c]
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            raise InvalidInputError(f"{where}: {c!r} is null; every row needs a gold answer")
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise InvalidInputError(
-                f"{where}: {c!r} must be a string or a number, got {_type_name(v)}"
-            )
-        if not isinstance(v, str):
-            out[c] = json.dumps(v)
+        out[c] = _answer_text(row[c], where, c)
     return out
+
+
+def _answer_text(v: Any, where: str, column: str) -> str:
+    """A gold answer as text: a string as it is, a number (numpy's and pandas' too:
+    an int column, a float column) as its shortest text (``72``, ``0.5``)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)):
+        if isinstance(v, numbers.Integral):
+            return str(int(v))
+        x = float(v)
+        if math.isnan(x):
+            raise InvalidInputError(f"{where}: {column!r} is null; every row needs a gold answer")
+        # A float column holds whole numbers as 72.0: the gold is 72.
+        return str(int(x)) if x.is_integer() and abs(x) < 2**53 else json.dumps(x)
+    if v is None:
+        raise InvalidInputError(f"{where}: {column!r} is null; every row needs a gold answer")
+    raise InvalidInputError(
+        f"{where}: {column!r} must be a string or a number, got {_type_name(v)}"
+    )
 
 
 def read_rows(
@@ -239,10 +369,11 @@ def read_rows(
     checked as :func:`read_jsonl` checks a line.
 
     CSV and TSV cells are read as text (``"007"`` stays ``"007"``); an empty
-    cell is null.
+    cell is null. A file compressed as :data:`COMPRESSIONS` says (``train.jsonl.gz``,
+    ``train.csv.zst``) is read as the format before that suffix.
     """
     p = Path(path)
-    builder = FORMATS.get(p.suffix.lower()) if str(path) != "-" else None
+    builder = FORMATS.get(_suffixes(p)[0]) if str(path) != "-" else None
     if builder is None:
         return read_jsonl(
             path,
@@ -269,22 +400,14 @@ def read_rows(
 
 
 def _read_with_datasets(path: Path, builder: str, what: str) -> list[dict[str, Any]]:
+    suffix, compression = _suffixes(path)
     try:
         import datasets
     except ImportError as e:
         raise InvalidInputError(
-            f"{what} {str(path)!r}: reading {path.suffix} files needs the datasets package "
+            f"{what} {str(path)!r}: reading {suffix} files needs the datasets package "
             f"(pip install datasets); JSONL needs nothing ({e})"
         ) from None
-    options: dict[str, Any] = {}
-    if builder == "csv":
-        # Every column as text: pandas would turn "007" into 7 and "2" next to an empty
-        # cell into 2.0.
-        sep = "\t" if path.suffix.lower() == ".tsv" else ","
-        with open(path, newline="") as f:
-            header = next(csv.reader(f, delimiter=sep), [])
-        features = datasets.Features({name: datasets.Value("string") for name in header})
-        options = {"sep": sep, "features": features}
     # Quiet: no progress bars, and no log line of datasets' own before our one-line error.
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
@@ -294,10 +417,26 @@ def _read_with_datasets(path: Path, builder: str, what: str) -> list[dict[str, A
     try:
         # A throwaway cache: the rows become Python objects at once.
         with tempfile.TemporaryDirectory(prefix="grpo-fast-data-") as cache:
+            plain = path
+            if compression is not None or builder in ("csv", "json"):
+                # Text formats are checked for UTF-8 here, naming the line; compressed
+                # files are decompressed first.
+                plain = _plain_copy(path, Path(cache) / f"data{suffix}", what, builder)
+            options: dict[str, Any] = {}
+            if builder == "csv":
+                # Every column as text: pandas would turn "007" into 7 and "2" next to an
+                # empty cell into 2.0.
+                sep = "\t" if suffix == ".tsv" else ","
+                with open(plain, newline="", encoding="utf-8-sig") as f:
+                    header = next(csv.reader(f, delimiter=sep), [])
+                features = datasets.Features({name: datasets.Value("string") for name in header})
+                options = {"sep": sep, "features": features}
             table = datasets.load_dataset(
-                builder, data_files=str(path), split="train", cache_dir=cache, **options
+                builder, data_files=str(plain), split="train", cache_dir=cache, **options
             )
             return table.to_list()
+    except InvalidInputError:
+        raise
     except Exception as e:  # pyarrow, pandas and datasets each raise their own
         first = next((x for x in str(e).splitlines() if x.strip()), type(e).__name__)
         if "corresponds to no data" in first:  # datasets' words for a file without rows
@@ -311,6 +450,18 @@ def _read_with_datasets(path: Path, builder: str, what: str) -> list[dict[str, A
         log.setLevel(level)
         if bars:
             datasets.enable_progress_bars()
+
+
+def _plain_copy(path: Path, dest: Path, what: str, builder: str) -> Path:
+    """``path`` decompressed into ``dest``; a text format's lines checked for UTF-8 on
+    the way (the error names the line and the byte)."""
+    with _open_binary(path, what) as src, open(dest, "wb") as out:
+        if builder in ("csv", "json"):
+            for line in _decoded(str(path), src):
+                out.write(line.encode("utf-8"))
+        else:
+            shutil.copyfileobj(src, out)
+    return dest
 
 
 _COLUMN_HINT = "; --prompt-column / --answer-column name other columns"
@@ -413,3 +564,32 @@ def render_prompts(
             raise InvalidInputError(f"{what}[{i}]: the chat template failed: {e}") from None
         out.append(text)
     return out
+
+
+def truncate_prompts(
+    prompts: Sequence[str], tokenizer: Any, max_length: int | None
+) -> tuple[list[str], int, int]:
+    """Prompts cut to their last ``max_length`` tokens (TRL's ``max_prompt_length``:
+    the beginning goes, the end the model continues from stays); returns them, how
+    many were cut, and the longest prompt's token count afterwards.
+
+    Tokens as the sampler counts them (no special tokens added). A cut prompt is
+    decoded back to text; where that text tokenizes longer (a merge across the cut),
+    one more token goes, until it fits.
+    """
+    ids = tokenizer(list(prompts), add_special_tokens=False)["input_ids"]
+    out, cut, longest = list(prompts), 0, 0
+    for i, row in enumerate(ids):
+        n = len(row)
+        if max_length is not None and n > max_length:
+            keep = max_length
+            while True:
+                text = tokenizer.decode(row[n - keep :], skip_special_tokens=False)
+                length = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+                if length <= max_length or keep <= 1:
+                    break
+                keep -= 1
+            out[i], n = text, length
+            cut += 1
+        longest = max(longest, n)
+    return out, cut, longest

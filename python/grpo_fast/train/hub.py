@@ -5,11 +5,12 @@ torch nor transformers.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from grpo_fast.errors import InvalidInputError
 
-__all__ = ["check_model_name", "hub_error"]
+__all__ = ["check_hub", "check_model_name", "hub_error"]
 
 
 def hub_error(name: str, what: str, error: BaseException, flag: str = "--model") -> str:
@@ -26,12 +27,7 @@ def hub_error(name: str, what: str, error: BaseException, flag: str = "--model")
         chain.append(e)
         e = e.__cause__ or e.__context__
     if any(isinstance(c, LocalEntryNotFoundError) for c in chain):
-        return (
-            f"cannot load the {what} of {name!r}: it is not a local directory, the Hugging Face "
-            "Hub cannot be reached (no network, or HF_HUB_OFFLINE=1) and it is not in the local "
-            f"cache; download it where there is a network (hf download {name} --local-dir DIR) "
-            f"and pass that directory ({flag} DIR)"
-        )
+        return _offline_message(name, what, flag)
     if any(isinstance(c, GatedRepoError) for c in chain):
         return (
             f"{name!r} is a gated model on the Hugging Face Hub: accept its terms on the Hub and "
@@ -45,6 +41,59 @@ def hub_error(name: str, what: str, error: BaseException, flag: str = "--model")
         )
     first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
     return f"cannot load the {what} of {name!r}: {first}"
+
+
+def _offline_message(name: str, what: str, flag: str) -> str:
+    return (
+        f"cannot load the {what} of {name!r}: it is not a local directory, the Hugging Face "
+        "Hub cannot be reached (no network, or HF_HUB_OFFLINE=1) and it is not in the local "
+        f"cache; download it where there is a network (hf download {name} --local-dir DIR) "
+        f"and pass that directory ({flag} DIR)"
+    )
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the hub's endpoint opens within ``timeout`` seconds
+    (True behind a proxy: it decides, not this check)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def check_hub(name: str, what: str, flag: str = "--model") -> None:
+    """For a hub id: fail at once (not after a minute of download retries) when the hub
+    cannot be reached, offline or without a network, and ``name`` is not in the local
+    cache; when it is cached, read it from there without trying the network."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in (
+        "1",
+        "ON",
+        "YES",
+        "TRUE",
+    )
+    if not offline and _hub_reachable():
+        return
+    try:
+        cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except ValueError:  # not a valid repo id: from_pretrained says so
+        return
+    if not cached:
+        raise InvalidInputError(_offline_message(name, what, flag))
+    if not offline:  # the cache, without retries against a hub out of reach
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        constants.HF_HUB_OFFLINE = True
 
 
 def check_model_name(name: str, *, adapters: bool = False) -> None:

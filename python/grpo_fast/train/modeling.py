@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.train.config import DTYPE_NAMES, LoraOptions
-from grpo_fast.train.hub import check_model_name, hub_error
+from grpo_fast.train.hub import check_hub, check_model_name, hub_error
 
 __all__ = [
     "DTYPES",
@@ -39,9 +39,11 @@ __all__ = [
     "MixedPrecision",
     "check_model_name",
     "is_peft_model",
+    "load_config",
     "load_model",
     "load_tokenizer",
     "load_weights",
+    "max_positions",
     "prepare_model",
     "reference_model",
 ]
@@ -57,10 +59,30 @@ def _from_pretrained(
     # name it was loaded from, and must find it from any working directory.
     path = Path(name).expanduser()
     source = str(path.resolve()) if path.is_dir() else name
+    if not path.is_dir():
+        check_hub(name, what, flag)
     try:
         return load(source, **kwargs)
     except (OSError, ValueError) as e:
         raise InvalidInputError(hub_error(name, what, e, flag)) from None
+
+
+def max_positions(config: Any) -> int | None:
+    """The longest sequence (prompt + completion) a model's positions allow, from its
+    config (``max_position_embeddings``; GPT-2's ``n_positions``); None when it names
+    none (no limit known)."""
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "n_ctx"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def load_config(path: str) -> Any:
+    """A model's configuration (``config.json``) alone: no weights are loaded."""
+    from transformers import AutoConfig
+
+    return _from_pretrained(AutoConfig.from_pretrained, path, "config")
 
 
 def load_tokenizer(path: str) -> Any:

@@ -12,16 +12,20 @@ from typing import Any
 
 import numpy as np
 
+from grpo_fast.train.tracking import current_name
+
 __all__ = ["plot_curves", "smooth"]
 
 #: Panels with at least this many points get a smoothed line.
 MIN_POINTS_TO_SMOOTH = 10
 
+#: The metrics drawn (TRL's names, as :func:`grpo_fast.train.tracking.read_metrics` gives them,
+#: an older file's too) and each panel's title.
 PANELS = (
-    ("reward_mean", "train reward (mean)"),
+    ("reward", "train reward (mean)"),
     ("eval_accuracy", "held-out accuracy"),
-    ("frac_zero_std", "groups without signal"),
-    ("completion_length", "completion length (tokens)"),
+    ("frac_reward_zero_std", "groups without signal"),
+    ("completions/mean_length", "completion length (tokens)"),
     ("entropy", "entropy (nats/token)"),
     ("kl", "KL to reference"),
 )
@@ -58,6 +62,7 @@ def plot_curves(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    records = [{current_name(k): v for k, v in r.items()} for r in records]
     panels = [(k, t) for k, t in PANELS if any(r.get(k) is not None for r in records)]
     if not panels:
         return

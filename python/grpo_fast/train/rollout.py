@@ -42,7 +42,9 @@ __all__ = [
     "RewardLike",
     "RunRewards",
     "collect",
+    "completion_rows",
     "nanmean",
+    "nanstd",
     "parse_reward",
 ]
 
@@ -62,6 +64,9 @@ class Parts(Protocol):
     rewards: RunRewards
     process: Any  # ProcessReward or None
     tokenizer: Any
+    state: Any  # transformers.TrainerState: what TRL-style reward functions get
+    once: Any  # SayOnce: what the run says once
+    step_count: int
 
 
 def collect(t: Parts) -> tuple[Batch, dict[str, Any]]:
@@ -115,19 +120,22 @@ def _round(
     # A completion cut off at the token limit is paid only through an answer
     # marker: the last number of unfinished reasoning is no answer.
     cut = truncated(comp, t.tokenizer.eos_token_id, cfg.max_new_tokens)
-    scores = t.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids, truncated=cut)
+    scores = t.rewards.score(
+        comp.texts,
+        rows,
+        completion_ids=comp.completion_ids,
+        truncated=cut,
+        trainer_state=t.state if t.rewards.has_functions else None,
+    )
     total = dist.gather(scores.total)
     adv = compute_advantages(total, group_ids, estimator=cfg.estimator, scale=cfg.scale, **inputs)
     stats["time_sampling"] += t1 - t0
     stats["time_verify"] += time.perf_counter() - t1
     t.prompts.update(idx_all, adv.solve_rate)
     if first:  # what the current policy does on fresh prompts
+        stats.update(_reward_stats(t, total, scores.columns))
         stats.update(
-            reward_mean=nanmean(total),
-            reward_std=float(np.nanstd(total)),
-            **{f"reward/{k}": nanmean(dist.gather(v)) for k, v in scores.columns.items()},
-            solve_rate=nanmean(adv.solve_rate),
-            frac_zero_std=float(adv.frac_zero_std),
+            solve_rate=nanmean(adv.solve_rate), frac_reward_zero_std=float(adv.frac_zero_std)
         )
     advantages = adv.advantages[mine]
     if t.process is not None:  # [P * G, T]: outcome + weight * process
@@ -168,14 +176,74 @@ def _estimator_inputs(t: Parts, idx: np.ndarray, comp: Completions) -> dict[str,
     best = _sample(t, idx, 1, greedy)
     cut = truncated(best, t.tokenizer.eos_token_id, cfg.max_new_tokens)
     reward = t.rewards.score(
-        best.texts, rows, completion_ids=best.completion_ids, truncated=cut
+        best.texts,
+        rows,
+        completion_ids=best.completion_ids,
+        truncated=cut,
+        trainer_state=t.state if t.rewards.has_functions else None,
     ).total
     baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
     return {"baselines": t.dist.gather(baselines)}
 
 
+def _reward_stats(
+    t: Parts, total: np.ndarray, columns: Mapping[str, np.ndarray]
+) -> dict[str, float]:
+    """The step's rewards under TRL's names and statistics (its std Bessel-corrected):
+    ``reward``, ``reward_std``, ``rewards/<name>/mean`` and ``rewards/<name>/std``, over
+    every rank's completions. Completions no reward could score (a NaN total) are
+    said once a run."""
+    stats = {"reward": nanmean(total), "reward_std": nanstd(total)}
+    for k, v in columns.items():
+        column = t.dist.gather(v)
+        stats[f"rewards/{k}/mean"] = nanmean(column)
+        stats[f"rewards/{k}/std"] = nanstd(column)
+    unscored = int(np.isnan(total).sum())
+    if unscored:
+        which = ", ".join(f"{k}: {int(np.isnan(v).sum())}" for k, v in columns.items())
+        t.once(
+            "unscored",
+            f"step {t.step_count + 1}: {unscored} of {len(total)} completions got no reward "
+            f"(NaN; this process's counts by reward: {which}): each reward returned None or "
+            "could not read the gold; they train with advantage 0",
+        )
+    return stats
+
+
 def nanmean(x: np.ndarray) -> float:
     return float(np.nanmean(x)) if len(x) and not np.isnan(x).all() else float("nan")
+
+
+def nanstd(x: np.ndarray) -> float:
+    """The Bessel-corrected std of the values that are not NaN (TRL's ``nanstd``)."""
+    n = int(np.count_nonzero(~np.isnan(x)))
+    return float(np.nanstd(x, ddof=1)) if n > 1 else float("nan")
+
+
+def completion_rows(batch: Batch | None, prompts: Sequence[Any]) -> list[dict[str, Any]]:
+    """A batch's samples as TRL's completions table has them: prompt (its text in
+    ``prompts``, by the batch's prompt index), completion, each reward's score, the
+    total and the advantage (per-token advantages: their mean over the completion)."""
+    if batch is None:
+        return []
+    G = batch.group_size
+    rows = []
+    for i, text in enumerate(batch.completions.texts):
+        adv = np.asarray(batch.advantages[i], np.float64)
+        rows.append(
+            {
+                "prompt": prompts[int(batch.prompt_index[i // G])],
+                "completion": text,
+                **{k: _finite(v[i]) for k, v in batch.reward_columns.items()},
+                "reward": _finite(batch.rewards[i]),
+                "advantage": float(adv.mean()) if adv.size else 0.0,
+            }
+        )
+    return rows
+
+
+def _finite(v: Any) -> float | None:
+    return float(v) if np.isfinite(v) else None
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

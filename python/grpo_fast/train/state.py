@@ -34,10 +34,19 @@ def open_run(t: Any, resume: Path | None) -> Tracker:
     fresh = cfg.overwrite or (cfg.resume is not None and resume is None)
     prepare_output_dir(t.out, resume=None if fresh else cfg.resume, overwrite=fresh, create=True)
     remove_leftovers(t.out, t._saved_step)
-    tracker = Tracker(t.out, report_to=cfg.report_to, resume_step=t._saved_step, config=asdict(cfg))
+    tracker = Tracker(
+        t.out,
+        report_to=cfg.report_to,
+        resume_step=t._saved_step,
+        config=asdict(cfg),
+        last_record=t.last_record,  # the checkpoint's metrics row, if the file lost it
+    )
     (t.out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
     if resume is not None:
         say(f"resumed from step {t.step_count} ({resume})")
+        if t.resume_changes:
+            forced = " (--resume-force)" if cfg.resume_force else ""
+            say(f"options changed since the checkpoint{forced}: " + "; ".join(t.resume_changes))
     return tracker
 
 
@@ -58,9 +67,12 @@ def save(t: Any) -> Path:
             "scheduler": t.scheduler.state_dict(),
             "prompts": t.prompts.state_dict() if drawn is None else drawn["prompts"],
             "scaler": t.precision.state_dict(),
+            # The step's metrics row: written back if the file loses it (a cut line).
+            "last_record": t.last_record,
         },
         dist=t.dist,
         keep=t.config.keep_checkpoints,
+        config=asdict(t.config),
         sharded_state=t.policy.state_dict(t.optimizer) if sharded else None,
         rng=None if drawn is None else drawn["rng"],
     )
@@ -68,7 +80,8 @@ def save(t: Any) -> Path:
 
 def load(t: Any, path: Path) -> None:
     """The trainer's state from the checkpoint at ``path``: weights, optimizer, schedule,
-    prompt order, loss scale and step; the sampler gets the weights."""
+    prompt order, loss scale, step and that step's metrics row; the sampler gets the
+    weights."""
     if t.policy.sharded and not is_sharded(path):
         raise InvalidInputError(
             f"checkpoint {path} holds whole weights (a run without --parallel fsdp): resume "
@@ -98,4 +111,5 @@ def load(t: Any, path: Path) -> None:
     t.scheduler.load_state_dict(state["scheduler"])
     t.prompts.load_state_dict(state["prompts"])
     t.step_count = int(state["step"])
+    t.last_record = state.get("last_record")
     t.sampler.update_weights(t.model)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import signal
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -41,10 +42,19 @@ from grpo_fast.train.build import (
     build_prompt_order,
     build_sampler,
     build_scheduler,
+    fit_max_steps,
+    fit_prompts,
     load_rows,
     sampling_params,
 )
-from grpo_fast.train.checkpoint import find_resume, prepare_output_dir, set_rng_state
+from grpo_fast.train.checkpoint import (
+    check_resume_config,
+    find_resume,
+    lock_output_dir,
+    prepare_output_dir,
+    set_rng_state,
+    unlock_output_dir,
+)
 from grpo_fast.train.config import (
     LR_SCHEDULES,
     SAMPLER_CORRECTIONS,
@@ -63,8 +73,8 @@ from grpo_fast.train.devices import (
 from grpo_fast.train.distributed import Distributed, wrap_distributed
 from grpo_fast.train.interrupt import StopRequest
 from grpo_fast.train.modeling import load_tokenizer
-from grpo_fast.train.rollout import Batch, nanmean
-from grpo_fast.train.tracking import NoSignalWatch, read_metrics, say
+from grpo_fast.train.rollout import Batch, completion_rows, nanmean
+from grpo_fast.train.tracking import NoSignalWatch, SayOnce, log_line, read_metrics, say
 
 __all__ = [
     "DATA_DIR",
@@ -105,7 +115,7 @@ class Trainer:
         ``rewards.combine(...)``, TRL-style functions ``f(completions,
         **columns)`` (or ``(f, weight)``), names, or a list of them; see
         :class:`~grpo_fast.run_rewards.RunRewards`. Each is logged as
-        ``reward/<name>``.
+        ``rewards/<name>/mean`` and ``rewards/<name>/std``, as TRL logs them.
 
     Examples
     --------
@@ -147,16 +157,39 @@ class Trainer:
         set_seed(cfg.seed + self.dist.rank)
 
         self.train_rows, self.eval_rows = load_rows(cfg, self.dist.world, train_rows, eval_rows)
+        self.config = cfg = fit_max_steps(cfg, len(self.train_rows), self.dist.world)
+        # Compared before anything loads: a resume that would mix two runs costs nothing.
+        # Options handed over as objects are not the config's to compare.
+        given = [
+            name
+            for name, value in (
+                ("reward", rewards),
+                ("train_file", train_rows),
+                ("eval_file", eval_rows),
+                ("model", model),
+            )
+            if value is not None
+        ]
+        self.resume_changes = (
+            []
+            if resume is None
+            else check_resume_config(
+                resume, dataclasses.asdict(cfg), force=cfg.resume_force, given=given
+            )
+        )
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
         self.process = build_process_reward(cfg)
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
         # The text the sampler sees: conversations through the tokenizer's chat template.
-        self.train_prompts, self.eval_prompts = (
-            render_prompts(rows, self.tokenizer, system_prompt=cfg.system_prompt, what=what)
-            for rows, what in ((self.train_rows, "train rows"), (self.eval_rows, "eval rows"))
-        )
+        rendered = {
+            what: render_prompts(rows, self.tokenizer, system_prompt=cfg.system_prompt, what=what)
+            for what, rows in (("train", self.train_rows), ("eval", self.eval_rows))
+        }
+        # max_prompt_length; prompt + completion checked against the positions, before loading.
+        fitted = fit_prompts(cfg, self.tokenizer, model, rendered, verbose=self.is_main)
+        self.train_prompts, self.eval_prompts = fitted["train"], fitted["eval"]
         self.model, self.precision, self.ref_model = build_model(cfg, model, self.device)
         # The policy under DDP / FSDP2 (the optimizer then takes FSDP2's shards).
         self.policy = wrap_distributed(self.model, cfg.parallel, self.dist)
@@ -175,6 +208,8 @@ class Trainer:
         # trained batch was drawn (what a checkpoint stores; None: the current ones).
         self.rollout_state: dict[str, Any] | None = None
         self._eval_sampler: Any = None
+        self.last_record: dict[str, Any] | None = None  # kept in checkpoints (a cut line's repair)
+        self.once = SayOnce(quiet=not self.is_main)
         self._saved_step: int | None = None
         if resume is not None:
             state.load(self, resume)
@@ -233,16 +268,33 @@ class Trainer:
         self.last_batch = batch
         lengths = [len(c) for c in batch.completions.completion_ids]
         n_tokens = sum(lengths) + sum(len(p) for p in batch.completions.prompt_ids)
+        every = self.dist.gather(np.array(lengths, np.float64))  # every rank's, as TRL logs
         return {
             "step": self.step_count,
             **stats,
             **losses,
-            "completion_length": float(np.mean(lengths)) if lengths else 0.0,
+            # TRL's names (grpo_fast.train.tracking: LEGACY_NAMES lists the older ones).
+            "completions/mean_length": float(every.mean()) if len(every) else 0.0,
+            "completions/min_length": float(every.min()) if len(every) else 0.0,
+            "completions/max_length": float(every.max()) if len(every) else 0.0,
             "lr": self.scheduler.get_last_lr()[0],
             "tokens_per_s": n_tokens * self.dist.world / max(t2 - t0, 1e-9),
             "time_step": t2 - t0,
             "time_loss": t2 - t1,
         }
+
+    @property
+    def state(self) -> transformers.TrainerState:
+        """Where training is, as TRL's reward functions get it (``trainer_state``): the
+        steps done (``global_step``), the epochs (a fraction: prompts drawn over
+        training rows) and ``max_steps``."""
+        cfg = self.config
+        drawn = self.step_count * cfg.prompts_per_step * self.dist.world
+        return transformers.TrainerState(
+            global_step=self.step_count,
+            epoch=drawn / len(self.train_rows),
+            max_steps=cfg.max_steps,
+        )
 
     def rollout(self) -> tuple[Batch, dict[str, Any]]:
         """The first half of a step (:func:`grpo_fast.train.rollout.collect`)."""
@@ -276,7 +328,12 @@ class Trainer:
         if comp is not None:
             cut = truncated(comp, self.tokenizer.eos_token_id, self.config.max_new_tokens)
             scores = self.rewards.score(
-                comp.texts, rows, completion_ids=comp.completion_ids, truncated=cut
+                comp.texts,
+                rows,
+                completion_ids=comp.completion_ids,
+                truncated=cut,
+                # transformers' TrainerState imports peft: built for functions only.
+                trainer_state=self.state if self.rewards.has_functions else None,
             )
             first = scores.columns[self.rewards.names[0]].tolist()
             total = scores.total.tolist()
@@ -322,6 +379,8 @@ class Trainer:
             bars = transformers.utils.logging.is_progress_bar_enabled()
             transformers.utils.logging.disable_progress_bar()
             try:
+                if self.is_main:  # the directory is this run's while it trains
+                    lock_output_dir(self.out)
                 if self.metrics is not None:
                     self.metrics.open()
                 yield stop
@@ -330,6 +389,8 @@ class Trainer:
                     transformers.utils.logging.enable_progress_bar()
                 if self.metrics is not None:
                     self.metrics.close()
+                if self.is_main:
+                    unlock_output_dir(self.out)
 
     def _train_loop(
         self, stop: StopRequest, producer: RolloutProducer | None = None
@@ -348,6 +409,7 @@ class Trainer:
             desc="grpo",
             dynamic_ncols=True,
         )
+        pace = _Pace(self.step_count)
         while self.step_count < cfg.max_steps:
             if self.dist.all_min(int(stop.signal is None)) == 0:  # a signal on any rank
                 bar.close()
@@ -361,20 +423,33 @@ class Trainer:
             if last or (cfg.eval_every and self.step_count % cfg.eval_every == 0):
                 record.update(self.evaluate())
             history.append(self._log(record))
-            bar.update(1)
-            post = {"reward": f"{record['reward_mean']:.2f}"}
-            if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
-                post["eval"] = f"{record['eval_accuracy']:.3f}"
-            bar.set_postfix(post)
-            warning = no_signal.update(
-                self.last_batch.advantages, reward_mean=record.get("reward_mean")
-            )
+            self._report(record, bar, pace(self.step_count), last=last)
+            warning = no_signal.update(self.last_batch.advantages, reward_mean=record.get("reward"))
             if warning and self.is_main:
                 say(warning)
             if last or (cfg.save_every and self.step_count % cfg.save_every == 0):
                 self.save_checkpoint()
         bar.close()
         return history
+
+    def _report(self, record: dict[str, Any], bar: Any, pace: float, *, last: bool) -> None:
+        """A step's progress: the bar, a plain-text line every ``logging_steps`` where no
+        bar is seen (stdout not a terminal: CI, nohup), ``log_completions``."""
+        cfg = self.config
+        bar.update(1)
+        reward = record["reward"]
+        post = {"reward": f"{reward:.2f}" if np.isfinite(reward) else "n/a"}
+        if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
+            post["eval"] = f"{record['eval_accuracy']:.3f}"
+        bar.set_postfix(post)
+        if not (last or self.step_count % cfg.logging_steps == 0):
+            return
+        if self.is_main and not (cfg.progress and sys.stdout.isatty()):
+            print(log_line(record, cfg.max_steps, pace), flush=True)
+        if cfg.log_completions and self.metrics is not None:
+            self.metrics.log_completions(
+                self.step_count, completion_rows(self.last_batch, self.train_prompts)
+            )
 
     def _interrupted(self, signum: int | None) -> TrainingInterrupted:
         """Checkpoint the finished steps (step 0 needs none: ``--resume auto`` then starts
@@ -387,6 +462,7 @@ class Trainer:
         return TrainingInterrupted(self.step_count, signum or signal.SIGINT, path)
 
     def _log(self, record: dict[str, Any]) -> dict[str, Any]:
+        self.last_record = record
         if self.metrics is not None:
             self.metrics.write(record)
             if self.config.plot and "eval_accuracy" in record:
@@ -401,3 +477,13 @@ class Trainer:
         path = state.save(self)
         self._saved_step = self.step_count
         return path
+
+
+class _Pace:
+    """Seconds per step since the loop started (the step-0 evaluation left out)."""
+
+    def __init__(self, first_step: int) -> None:
+        self.start, self.first = time.perf_counter(), first_step
+
+    def __call__(self, step: int) -> float:
+        return (time.perf_counter() - self.start) / max(step - self.first, 1)

@@ -25,6 +25,7 @@ from grpo_fast.loss.mismatch import pad_sampler_logprobs
 from grpo_fast.sampling import truncated
 from grpo_fast.train.forward import Packed, pack
 from grpo_fast.train.rollout import Batch
+from grpo_fast.train.tracking import current_name
 
 __all__ = ["Parts", "Shaped", "apply", "logprobs", "optimize", "shape"]
 
@@ -135,8 +136,9 @@ def optimize(t: Parts, b: Shaped) -> dict[str, Any]:
     out = {k: v if k.endswith(_EXTREMES) else v / count for k, v in sums.items()}
     out["kl"] = out.pop("kl_mean", None)
     out["entropy"] = out.pop("entropy_mean", None)
-    out["truncated_frac"] = float(b.truncated.mean())
-    return out
+    out["completions/clipped_ratio"] = float(b.truncated.mean())
+    # The loss's clip fractions under TRL's names (clip_ratio/low_mean, ...).
+    return {current_name(k): v for k, v in out.items()}
 
 
 def _step(t: Parts) -> float:
