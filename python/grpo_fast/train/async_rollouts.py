@@ -52,6 +52,16 @@ __all__ = ["Rollout", "RolloutProducer"]
 _POLL_S = 0.05  # how often a waiting side looks at the other's stop or failure
 
 
+class _Parts(SimpleNamespace):
+    """The trainer's parts rollout.collect reads, the sampler and policy the producer's."""
+
+    @property
+    def state(self) -> Any:
+        # TRL-style reward functions get the trainer's progress (trainer_state) as
+        # the trainer sees it while the batch is produced.
+        return self.trainer.state
+
+
 @dataclass(frozen=True)
 class Rollout:
     """One produced batch: its index, the policy version it was sampled under, the
@@ -118,7 +128,8 @@ class RolloutProducer:
             sampler = t.sampler
             self._push = True
         # What rollout.collect reads, with the producer's sampler and policy.
-        self._parts = SimpleNamespace(
+        self._parts = _Parts(
+            trainer=t,
             config=cfg,
             dist=t.dist,
             prompts=t.prompts,
