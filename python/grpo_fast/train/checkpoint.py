@@ -238,32 +238,37 @@ def save_checkpoint(
         except _WRITE_ERRORS as e:
             error = e
     if not dist.all_min(int(error is None)):
-        # torch.save reports a full disk as "unexpected pos ...": ask the disk too.
-        free = shutil.disk_usage(root).free / 2**20 if root.exists() else float("inf")
-        full = getattr(error, "errno", None) == errno.ENOSPC or "No space left" in str(error)
-        if error is None:
-            cause = "it failed on another process"
-        elif full or free < 64:
-            full = True
-            cause = (
-                f"no space left on device: {free:.0f} MiB free ({type(error).__name__}: {error})"
-            )
-        else:
-            cause = f"{type(error).__name__}: {error}; {free:.0f} MiB free on that disk"
-        then = "free some space" if full else "fix that"
         if dist.is_main:
             shutil.rmtree(tmp, ignore_errors=True)
-        kept = ", ".join(p.name for _, p in step_dirs(out_dir)) or "none"
-        raise CheckpointError(
-            f"checkpoint step {step} was not written ({cause}); the older checkpoints are "
-            f"kept ({kept}): {then}, then resume with --resume auto"
-        ) from error
+        raise _not_written(out_dir, step, error) from error
     if dist.is_main:
         done = step_dirs(out_dir)
         for _, old in done[: max(0, len(done) - max(1, keep))]:
             shutil.rmtree(old, ignore_errors=True)
     dist.barrier()
     return final
+
+
+def _not_written(out_dir: Path, step: int, error: Exception | None) -> CheckpointError:
+    """What a failed checkpoint write says: the cause (another process's failure, a full
+    disk, or the error itself), the checkpoints kept, and what to do."""
+    root = out_dir / "checkpoints"
+    # torch.save reports a full disk as "unexpected pos ...": ask the disk too.
+    free = shutil.disk_usage(root).free / 2**20 if root.exists() else float("inf")
+    full = getattr(error, "errno", None) == errno.ENOSPC or "No space left" in str(error)
+    if error is None:
+        cause = "it failed on another process"
+    elif full or free < 64:
+        full = True
+        cause = f"no space left on device: {free:.0f} MiB free ({type(error).__name__}: {error})"
+    else:
+        cause = f"{type(error).__name__}: {error}; {free:.0f} MiB free on that disk"
+    then = "free some space" if full else "fix that"
+    kept = ", ".join(p.name for _, p in step_dirs(out_dir)) or "none"
+    return CheckpointError(
+        f"checkpoint step {step} was not written ({cause}); the older checkpoints are "
+        f"kept ({kept}): {then}, then resume with --resume auto"
+    )
 
 
 # ---------------------------------------------------------------------- loading

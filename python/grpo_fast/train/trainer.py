@@ -137,12 +137,7 @@ class Trainer:
     ) -> None:
         config.validate()
         self.dist = Distributed.from_env(device_type(config.device))
-        if config.async_rollouts and self.dist.enabled:
-            raise InvalidInputError(
-                "--async-rollouts runs in one process: the producer thread would need every "
-                "rank's sampling and weight pushes kept in step; train without it under "
-                "torchrun"
-            )
+        _check_async(config, self.dist)
         self.device = resolve_device(config.device, self.dist)
         self.config = cfg = dataclasses.replace(
             config, device=str(self.device), sampler_correction=sampler_correction(config)
@@ -160,36 +155,14 @@ class Trainer:
         self.config = cfg = fit_max_steps(cfg, len(self.train_rows), self.dist.world)
         # Compared before anything loads: a resume that would mix two runs costs nothing.
         # Options handed over as objects are not the config's to compare.
-        given = [
-            name
-            for name, value in (
-                ("reward", rewards),
-                ("train_file", train_rows),
-                ("eval_file", eval_rows),
-                ("model", model),
-            )
-            if value is not None
-        ]
-        self.resume_changes = (
-            []
-            if resume is None
-            else check_resume_config(
-                resume, dataclasses.asdict(cfg), force=cfg.resume_force, given=given
-            )
-        )
+        given = {"reward": rewards, "train_file": train_rows, "eval_file": eval_rows}
+        self.resume_changes = _resume_changes(cfg, resume, {**given, "model": model})
         self.rewards = RunRewards.build(
             list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
         )
         self.process = build_process_reward(cfg)
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
-        # The text the sampler sees: conversations through the tokenizer's chat template.
-        rendered = {
-            what: render_prompts(rows, self.tokenizer, system_prompt=cfg.system_prompt, what=what)
-            for what, rows in (("train", self.train_rows), ("eval", self.eval_rows))
-        }
-        # max_prompt_length; prompt + completion checked against the positions, before loading.
-        fitted = fit_prompts(cfg, self.tokenizer, model, rendered, verbose=self.is_main)
-        self.train_prompts, self.eval_prompts = fitted["train"], fitted["eval"]
+        self.train_prompts, self.eval_prompts = self._prompts(model)
         self.model, self.precision, self.ref_model = build_model(cfg, model, self.device)
         # The policy under DDP / FSDP2 (the optimizer then takes FSDP2's shards).
         self.policy = wrap_distributed(self.model, cfg.parallel, self.dist)
@@ -218,6 +191,18 @@ class Trainer:
             self.sampler.update_weights(self.model)
         self.metrics = state.open_run(self, resume) if self.is_main else None
         self.dist.barrier()
+
+    def _prompts(self, model: Any) -> tuple[list[str], list[str]]:
+        """The text the sampler sees (conversations through the tokenizer's chat
+        template), cut to ``max_prompt_length`` and checked with the completion against
+        the model's positions before its weights load."""
+        cfg = self.config
+        rendered = {
+            what: render_prompts(rows, self.tokenizer, system_prompt=cfg.system_prompt, what=what)
+            for what, rows in (("train", self.train_rows), ("eval", self.eval_rows))
+        }
+        fitted = fit_prompts(cfg, self.tokenizer, model, rendered, verbose=self.is_main)
+        return fitted["train"], fitted["eval"]
 
     # ------------------------------------------------------------------ the step
     def step(self) -> dict[str, Any]:
@@ -487,3 +472,21 @@ class _Pace:
 
     def __call__(self, step: int) -> float:
         return (time.perf_counter() - self.start) / max(step - self.first, 1)
+
+
+def _check_async(config: TrainerConfig, dist: Distributed) -> None:
+    if config.async_rollouts and dist.enabled:
+        raise InvalidInputError(
+            "--async-rollouts runs in one process: the producer thread would need every "
+            "rank's sampling and weight pushes kept in step; train without it under "
+            "torchrun"
+        )
+
+
+def _resume_changes(cfg: TrainerConfig, resume: Path | None, handed: dict[str, Any]) -> list[str]:
+    """The options a resume changes (:func:`check_resume_config`); those handed to the
+    Trainer as objects (``handed``: not None) are not compared."""
+    if resume is None:
+        return []
+    given = [name for name, value in handed.items() if value is not None]
+    return check_resume_config(resume, dataclasses.asdict(cfg), force=cfg.resume_force, given=given)
