@@ -120,12 +120,17 @@ fn normalize_chain(items: &[Node], ops: &[RelOp]) -> (Vec<Node>, Vec<RelOp>) {
 }
 
 /// `x = 5`, `x = 2+3 = 5`, `|AB| = 1`: the value assigned, when every
-/// earlier element is a name or a constant.
+/// earlier element is a name or a constant; and the result of a calculation
+/// chain whose sides after the first are constants (`a + b + c = 4 + 5 + 1 =
+/// 10` answers 10; a single equation `x + 2 = 10` is no such chain).
 fn assignment(items: &[Node], ops: &[RelOp]) -> Option<(Node, Node)> {
     if items.len() < 2 || !ops.iter().all(|o| *o == RelOp::Eq) {
         return None;
     }
     let (last, rest) = items.split_last()?;
+    if items.len() >= 3 && items[1..].iter().all(is_constant) && !items[0].is_structure() {
+        return Some((items[0].clone(), last.clone()));
+    }
     if !rest.iter().all(|n| label_like(n) || is_constant(n)) {
         return None;
     }
@@ -263,7 +268,9 @@ impl Cmp<'_> {
         }
         match (g, p) {
             (Node::List(a) | Node::Set(a), Node::List(b) | Node::Set(b)) => self.unordered(a, b),
-            (Node::Set(a), Node::Tuple(b)) | (Node::Tuple(a), Node::Set(b)) => self.unordered(a, b),
+            // A set is no tuple: `\{2, 1\}` does not answer the point
+            // `(1, 2)`, nor `(1, 2)` the set `\{1, 2\}`.
+            (Node::Set(_), Node::Tuple(_)) | (Node::Tuple(_), Node::Set(_)) => Ok(false),
             (Node::Tuple(a) | Node::List(a), Node::Tuple(b) | Node::List(b)) => self.ordered(a, b),
             (Node::Interval(a1, b1, l1, r1), Node::Interval(a2, b2, l2, r2)) => {
                 Ok(l1 == l2 && r1 == r2 && self.equiv(a1, a2)? && self.equiv(b1, b2)?)
@@ -378,7 +385,7 @@ impl Cmp<'_> {
         if go != po || gi.len() != pi.len() {
             return Ok(false);
         }
-        let positive = !matches!(go[0], RelOp::Eq | RelOp::Ne);
+        let positive = !go[0].symmetric();
         for k in 0..go.len() {
             let dg = diff(&gi[k], &gi[k + 1]);
             let dp = diff(&pi[k], &pi[k + 1]);

@@ -21,6 +21,7 @@ mod parser;
 mod poly;
 mod precise;
 mod snap;
+mod unicode;
 
 use std::fmt;
 
@@ -181,9 +182,15 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
             limits.max_len
         )));
     }
+    let s = unicode::normalize(s)?;
     let s = s.trim();
     if s.is_empty() {
         return Err(Rejection::Empty);
+    }
+    if let Some(words) = parser::prose(s) {
+        return Ok(Value {
+            node: Node::Text(words),
+        });
     }
     let inline = (s.starts_with('$') && !s.starts_with("$$")) || s.starts_with("\\(");
     if inline && s.contains('\n') {
