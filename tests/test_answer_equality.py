@@ -298,3 +298,146 @@ def test_function_application_binds_as_in_textbooks(gold: str, answer: str, equa
 )
 def test_an_equation_chain_answers_its_value(gold: str, answer: str, equal: bool) -> None:
     assert in_every_carrier(gold, answer) == [equal] * len(CARRIERS), answer
+
+
+# ------------------------------------------------- class 6: tiny differences are differences
+
+# Constant expressions that differ from the gold by a tiny amount, with the
+# difference computed independently by mpmath at 1,000 digits (the verifier
+# must call them different however far below float precision they lie).
+TINY = [
+    ("3", "3 + 10^{-9}\\sin 1", "3 + mpf(10)**-9 * sin(1)"),
+    ("3", "3 - 10^{-30}\\cos 2", "3 - mpf(10)**-30 * cos(2)"),
+    ("\\pi", "\\pi + 10^{-125}", "pi + mpf(10)**-125"),
+    ("\\pi", "\\pi - 10^{-400}", "pi - mpf(10)**-400"),
+    ("\\sqrt2", "\\sqrt2 + 10^{-70}", "sqrt(2) + mpf(10)**-70"),
+    ("\\frac{\\sqrt3}{2}", "\\frac{\\sqrt3}{2} + 2^{-200}", "sqrt(3)/2 + mpf(2)**-200"),
+    ("e", "e + 10^{-20}\\ln 2", "e + mpf(10)**-20 * log(2)"),
+    ("1", "2^{\\frac{1}{2^{100}}}", "mpf(2)**(mpf(2)**-100)"),
+    ("0", "\\sin(10^{-40})", "sin(mpf(10)**-40)"),
+    ("\\frac{22}{7}", "\\pi", "pi"),
+    ("\\frac{355}{113}", "\\pi", "pi"),
+    ("262537412640768744", "e^{\\pi\\sqrt{163}}", "exp(pi*sqrt(163))"),
+    ("1", "\\sin^2 1 + \\cos^2 1 + 10^{-50}", "sin(1)**2 + cos(1)**2 + mpf(10)**-50"),
+    ("\\ln 2", "\\ln 2 + 10^{-16}", "log(2) + mpf(10)**-16"),
+]
+
+
+@pytest.mark.parametrize(("gold", "answer", "mp"), TINY)
+def test_constants_differing_by_a_tiny_amount_differ(gold: str, answer: str, mp: str) -> None:
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 1000
+    gold_mp = {
+        "3": 3,
+        "\\pi": mpmath.pi,
+        "\\sqrt2": mpmath.sqrt(2),
+        "\\frac{\\sqrt3}{2}": mpmath.sqrt(3) / 2,
+        "e": mpmath.e,
+        "1": 1,
+        "0": 0,
+        "\\frac{22}{7}": mpmath.mpf(22) / 7,
+        "\\frac{355}{113}": mpmath.mpf(355) / 113,
+        "262537412640768744": mpmath.mpf(262537412640768744),
+        "\\ln 2": mpmath.log(2),
+    }[gold]
+    value = eval(mp, {**vars(mpmath), "mpf": mpmath.mpf})  # noqa: S307 - our own table
+    assert value != gold_mp  # the reference says they differ
+    assert not any(in_every_carrier(gold, answer)), answer
+
+
+# The same values written differently are proven equal; mpmath at 60 digits
+# confirms each identity independently.
+EXACT_EQUAL = [
+    ("2\\sqrt2", "\\sqrt8", "2*sqrt(2)", "sqrt(8)"),
+    ("\\frac{\\sqrt3}{3}", "\\frac{1}{\\sqrt3}", "sqrt(3)/3", "1/sqrt(3)"),
+    ("1+\\sqrt2", "\\sqrt{3+2\\sqrt2}", "1+sqrt(2)", "sqrt(3+2*sqrt(2))"),
+    ("\\sqrt2-1", "\\frac{1}{1+\\sqrt2}", "sqrt(2)-1", "1/(1+sqrt(2))"),
+    ("\\frac{\\sqrt6+\\sqrt2}{4}", "\\cos 15^\\circ", "(sqrt(6)+sqrt(2))/4", "cos(pi/12)"),
+    ("\\frac12", "\\sin 30^\\circ", "mpf(1)/2", "sin(pi/6)"),
+    ("\\frac{\\sqrt3}{2}", "\\cos\\frac{\\pi}{6}", "sqrt(3)/2", "cos(pi/6)"),
+    ("\\sqrt3", "\\tan 60^\\circ", "sqrt(3)", "tan(pi/3)"),
+    ("\\frac{\\pi}{4}", "\\arctan 1", "pi/4", "atan(1)"),
+    ("3", "\\log_2 8", "3", "log(8, 2)"),
+    ("\\frac32", "\\log_4 8", "mpf(3)/2", "log(8, 4)"),
+    ("2\\ln 2", "\\ln 4", "2*log(2)", "log(4)"),
+    ("-1", "e^{i\\pi}", "-1", "re(exp(j*pi))"),
+    ("1", "\\sin^2 1 + \\cos^2 1", "1", "sin(1)**2 + cos(1)**2"),
+    ("\\frac{9\\pi}{4}", "\\frac94\\pi", "9*pi/4", "mpf(9)/4*pi"),
+    ("3", "\\lfloor \\pi \\rfloor", "3", "floor(pi)"),
+    ("\\sqrt2 - 1", "|1 - \\sqrt2|", "sqrt(2)-1", "abs(1-sqrt(2))"),
+    ("e^{5}", "e^2 e^3", "exp(5)", "exp(2)*exp(3)"),
+    ("\\sin 80^\\circ", "\\cos 10^\\circ", "sin(4*pi/9)", "cos(pi/18)"),
+]
+
+
+@pytest.mark.parametrize(("gold", "answer", "mp_gold", "mp_answer"), EXACT_EQUAL)
+def test_equal_constants_are_proven_equal(
+    gold: str, answer: str, mp_gold: str, mp_answer: str
+) -> None:
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 60
+    names = {**vars(mpmath), "mpf": mpmath.mpf}
+    a = eval(mp_gold, names)  # noqa: S307 - our own table
+    b = eval(mp_answer, names)  # noqa: S307
+    assert abs(a - b) < mpmath.mpf(10) ** -50  # the reference agrees
+    assert all(in_every_carrier(gold, answer)), answer
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "equal"),
+    [
+        # Expressions in variables: a tiny coefficient, a piecewise function
+        # that agrees with the gold on every sample point, a float tolerance
+        # in a polynomial: none is the gold.
+        ("x^2 + 1", "x^2 + 1.0000000001", False),
+        ("x^2 + 1", "x^2 + 1.0", True),
+        ("x", "\\lfloor x \\rfloor", False),
+        ("x", "\\lceil x \\rceil", False),
+        ("n", "\\lfloor n \\rfloor + \\binom{n}{0} - 1", False),
+        ("\\frac{n}{2}", "\\lfloor \\frac{n}{2} \\rfloor + 0 \\cdot n!", False),
+        ("x", "x + \\lfloor \\frac{x^2}{10^6} \\rfloor", False),
+        ("500 - x", "|x - 500|", False),
+        ("500 - x", "\\sqrt{(x-500)^2}", False),
+        ("x", "x + 10^{-12}\\sin x", False),
+        ("x", "x + 10^{-40} e^{x}", False),
+        ("\\sin x", "\\sin x + 10^{-20}\\arctan x", False),
+        ("x", "x + \\sin(42\\pi x)", False),
+        # Identities still hold.
+        ("\\sin^2 x + \\cos^2 x", "1", True),
+        ("\\sin 2x", "2\\sin x\\cos x", True),
+        ("|x|", "\\sqrt{x^2}", True),
+        ("x^2", "|x|^2", True),
+        ("e^{x+y}", "e^x e^y", True),
+        ("\\frac{x}{\\sqrt2}", "\\frac{\\sqrt2 x}{2}", True),
+        ("\\lfloor x \\rfloor + 1", "1 + \\lfloor x \\rfloor", True),
+        ("\\arctan x", "\\tan^{-1} x", True),
+    ],
+)
+def test_expressions_with_variables(gold: str, answer: str, equal: bool) -> None:
+    assert in_every_carrier(gold, answer) == [equal] * len(CARRIERS), answer
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "equal"),
+    [
+        # A decimal answers to the precision it states, decided on certified
+        # enclosures: a value that agrees in 17 digits but not the 18th is
+        # no rounding of it.
+        ("\\sin 1", "0.8414709848", True),
+        ("\\sin 1", "0.84147098480789650665", True),
+        ("\\sin 1", "0.84147098480789650675", False),
+        ("\\pi", "3.14159265358979323846264338327950288419716939937510", True),
+        ("\\pi", "3.14159265358979323846264338327950288419716939937511", True),
+        ("\\pi", "3.14159265358979323846264338327950288419716939937512", False),
+        ("\\ln 2", "0.6931", True),
+        ("\\ln 2", "0.6932", False),
+        ("e^{10}", "22026.47", True),
+        ("\\sqrt2", "1.414", True),
+        ("\\sqrt2", "1.41", False),
+    ],
+)
+def test_decimals_against_transcendental_values(gold: str, answer: str, equal: bool) -> None:
+    from grpo_fast.verify import verify as plain
+
+    got = [plain(gold, c.format(answer), rel_tol=0.0) for c in CARRIERS]
+    assert got == [equal] * len(CARRIERS), answer

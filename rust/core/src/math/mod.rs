@@ -16,10 +16,11 @@ mod ast;
 mod compare;
 pub(crate) mod display;
 mod eval;
+mod exact;
 mod lexer;
 mod parser;
 mod poly;
-mod precise;
+mod real;
 mod snap;
 mod unicode;
 
