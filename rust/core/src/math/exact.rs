@@ -355,17 +355,20 @@ impl<'a> Exact<'a> {
     // ------------------------------------------------------------ sums
 
     fn add(&mut self, a: &Sum, b: &Sum) -> Option<Sum> {
+        // Copying the terms costs too.
+        self.charge(4 * (a.0.len() + b.0.len()) as u64)?;
         let mut out = a.0.clone();
         for (m, c) in &b.0 {
-            self.charge(c.bits())?;
             match out.get_mut(m) {
                 Some(x) => {
+                    self.charge(c.bits().max(x.bits()))?;
                     *x = x.add(c);
                     if x.is_zero() {
                         out.remove(m);
                     }
                 }
                 None => {
+                    self.charge(c.bits())?;
                     out.insert(m.clone(), c.clone());
                 }
             }

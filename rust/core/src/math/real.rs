@@ -370,6 +370,11 @@ impl Ball {
         if n == 1 {
             return Some(self.clone());
         }
+        if n > 16 && self.sign() == Some(1) {
+            // exp(ln(x) / n): an integer root of a number of n·p bits would
+            // cost more.
+            return self.ln(p + 8)?.div_int(u64::from(n), p + 8).exp(p);
+        }
         if self.m.is_zero() && self.r.is_zero() {
             return Some(Ball::small(0));
         }
@@ -799,8 +804,8 @@ impl<'a> Encloser<'a> {
             Node::Add(v) => {
                 let mut acc = Ball::small(0);
                 for t in v {
-                    let b = self.eval(t, p + 8)?;
-                    acc = acc.add(&b, p + 8);
+                    let b = self.eval(t, p)?;
+                    acc = acc.add(&b, p);
                 }
                 acc
             }
@@ -808,17 +813,17 @@ impl<'a> Encloser<'a> {
             Node::Mul(v) => {
                 let mut acc = Ball::small(1);
                 for t in v {
-                    let b = self.eval(t, p + 8)?;
-                    acc = acc.mul(&b, p + 8);
+                    let b = self.eval(t, p)?;
+                    acc = acc.mul(&b, p);
                 }
                 acc
             }
             Node::Div(a, b) => {
-                let a = self.eval(a, p + 8)?;
-                let b = self.eval(b, p + 8)?;
+                let a = self.eval(a, p)?;
+                let b = self.eval(b, p)?;
                 a.div(&b, p)?
             }
-            Node::Percent(a) => self.eval(a, p + 8)?.div_int(100, p),
+            Node::Percent(a) => self.eval(a, p)?.div_int(100, p),
             Node::Pow(b, e) => self.pow(b, e, p)?,
             Node::Root(k, x) => {
                 let k = self.rational(k)?;
@@ -826,15 +831,15 @@ impl<'a> Encloser<'a> {
                     return None;
                 }
                 let k = k.to_integer().to_u32().filter(|k| (1..=1000).contains(k))?;
-                self.eval(x, p + 8)?.root(k, p)?
+                self.eval(x, p)?.root(k, p)?
             }
             Node::Fact(_) | Node::Binom(..) | Node::Mod(..) => {
                 Ball::from_rational(&self.rational(n)?, p)
             }
             Node::Func(f, x) => self.func(*f, x, p)?,
             Node::Log(b, x) => {
-                let b = self.eval(b, p + 8)?.ln(p + 8)?;
-                let x = self.eval(x, p + 8)?.ln(p + 8)?;
+                let b = self.eval(b, p)?.ln(p)?;
+                let x = self.eval(x, p)?.ln(p)?;
                 x.div(&b, p)?
             }
             Node::BigOp(sum, var, lo, hi, body) => {
@@ -851,14 +856,10 @@ impl<'a> Encloser<'a> {
                 let mut k = lo;
                 while k <= hi {
                     self.env.push((var.clone(), Q::from_integer(k.clone())));
-                    let v = self.eval(body, p + 16);
+                    let v = self.eval(body, p);
                     self.env.pop();
                     let v = v?;
-                    acc = if *sum {
-                        acc.add(&v, p + 16)
-                    } else {
-                        acc.mul(&v, p + 16)
-                    };
+                    acc = if *sum { acc.add(&v, p) } else { acc.mul(&v, p) };
                     k += 1;
                 }
                 acc
@@ -885,18 +886,18 @@ impl<'a> Encloser<'a> {
                 Some(powed.round(p))
             };
         }
-        let ev = self.eval(e, p + 16)?;
+        let ev = self.eval(e, p)?;
         let lb = if matches!(b, Node::Sym(s) if s == "e" && !self.env.iter().any(|(k, _)| k == "e"))
         {
             Ball::small(1)
         } else {
-            self.eval(b, p + 16)?.ln(p + 16)?
+            self.eval(b, p)?.ln(p)?
         };
-        ev.mul(&lb, p + 16).exp(p)
+        ev.mul(&lb, p).exp(p)
     }
 
     fn func(&mut self, f: Func, x: &Node, p: u64) -> Option<Ball> {
-        let w = p + 16;
+        let w = p;
         if matches!(f, Func::Floor | Func::Ceil) {
             if let Some(q) = self.rational(x) {
                 let v = if f == Func::Floor {
