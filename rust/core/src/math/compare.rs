@@ -30,8 +30,20 @@ type R<T> = Result<T, Rejection>;
 /// canonical form decides (see [`bind`]).
 const SAMPLE_POINTS: usize = 5;
 
+/// What a comparison learns about a constant gold that the next comparison
+/// with the same gold reuses (see [`Cmp::with_memo`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Memo {
+    form: std::cell::OnceCell<Option<exact::Frac>>,
+    ball: std::cell::OnceCell<Option<real::Ball>>,
+    value: std::cell::OnceCell<R<V>>,
+}
+
 pub(crate) struct Cmp<'a> {
     opts: &'a CompareOptions,
+    /// The gold's memo, for the comparisons of the gold itself (the root
+    /// of `roots.0`) as a constant.
+    memo: Option<&'a Memo>,
     /// The two answers being compared: the sample points are drawn from a
     /// hash of both, so no expression can be built to vanish at them.
     roots: (&'a Node, &'a Node),
@@ -47,12 +59,26 @@ impl<'a> Cmp<'a> {
     pub(crate) fn new(opts: &'a CompareOptions, roots: (&'a Node, &'a Node)) -> Self {
         Cmp {
             opts,
+            memo: None,
             roots,
             seed: std::cell::Cell::new(None),
             calls: std::cell::Cell::new(0),
             cheap: std::cell::Cell::new(0),
             work: std::cell::Cell::new(0),
         }
+    }
+}
+
+impl<'a> Cmp<'a> {
+    /// Reuse (and fill) `memo` for the gold's root node.
+    pub(crate) fn with_memo(mut self, memo: &'a Memo) -> Self {
+        self.memo = Some(memo);
+        self
+    }
+
+    /// The memo when `n` is the gold's root node.
+    fn memo_of(&self, n: &Node) -> Option<&'a Memo> {
+        self.memo.filter(|_| std::ptr::eq(n, self.roots.0))
     }
 }
 
@@ -663,6 +689,10 @@ impl Cmp<'_> {
             return self.expressions(g, p, &syms);
         }
         let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        if g == p {
+            // The same constant: equal wherever it is defined.
+            return Ok(!matches!(self.value(g)?, V::Undefined));
+        }
         let mut vg = self.value(g)?;
         let mut vp = self.value(p)?;
         let rational = |v: &V| matches!(v, V::Q(_));
@@ -681,8 +711,8 @@ impl Cmp<'_> {
             }
             // Canonical forms; one that is rational stands for its exact
             // value (`\sin\frac{\pi}{6}` is 1/2).
-            fg = self.form(g, &syms, None);
-            fp = self.form(p, &syms, None);
+            fg = self.constant_form(g);
+            fp = self.constant_form(p);
             for (f, v) in [(&fg, &mut vg), (&fp, &mut vp)] {
                 if let Some(q) = f.as_ref().and_then(exact::Frac::as_rational) {
                     *v = V::Q(Cq {
@@ -816,10 +846,39 @@ impl Cmp<'_> {
 
     /// The value of a constant, exactly while it is rational.
     fn value(&self, n: &Node) -> R<V> {
-        let mut ev = self.evaluator();
-        let v = ev.eval(n);
-        self.work.set(ev.work);
-        v
+        let compute = || {
+            let mut ev = self.evaluator();
+            let v = ev.eval(n);
+            self.work.set(ev.work);
+            v
+        };
+        match self.memo_of(n) {
+            Some(m) => m.value.get_or_init(compute).clone(),
+            None => compute(),
+        }
+    }
+
+    /// The canonical form of a constant (memoised for the gold).
+    fn constant_form(&self, n: &Node) -> Option<exact::Frac> {
+        match self.memo_of(n) {
+            Some(m) => m.form.get_or_init(|| self.form(n, &[], None)).clone(),
+            None => self.form(n, &[], None),
+        }
+    }
+
+    /// An enclosure of a real constant at the lowest precision (memoised
+    /// for the gold).
+    fn ball(&self, n: &Node) -> Option<real::Ball> {
+        let compute = || {
+            let mut enc = real::Encloser::new(&self.opts.limits, self.work.get());
+            let b = enc.eval(n, real::PRECISIONS[0]);
+            self.work.set(enc.work);
+            b
+        };
+        match self.memo_of(n) {
+            Some(m) => m.ball.get_or_init(compute).clone(),
+            None => compute(),
+        }
     }
 
     /// Whether two real constants are certainly different: their
@@ -833,11 +892,10 @@ impl Cmp<'_> {
         if !real(vg) || !real(vp) {
             return false;
         }
-        let prec = real::PRECISIONS[0];
-        let mut enc = real::Encloser::new(&self.opts.limits, self.work.get());
-        let bounds = enc.eval(g, prec).zip(enc.eval(p, prec));
-        self.work.set(enc.work);
-        let Some((bg, bp)) = bounds else {
+        let Some(bg) = self.ball(g) else {
+            return false;
+        };
+        let Some(bp) = self.ball(p) else {
             return false;
         };
         bg.apart(&bp)

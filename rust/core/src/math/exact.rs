@@ -1209,6 +1209,31 @@ impl<'a> Exact<'a> {
     /// [`TRIAL_LIMIT`], then what remains as its root of highest degree.
     fn factor(&mut self, n: &BigInt) -> Option<Vec<(BigInt, i64)>> {
         self.charge(n.bits() * 8)?;
+        if let Some(mut m) = n.to_u64() {
+            // Machine integers: trial division in u64.
+            let mut out = Vec::new();
+            let mut p = 2u64;
+            while p * p <= m && p < u64::from(TRIAL_LIMIT) {
+                let mut k = 0i64;
+                while m % p == 0 {
+                    m /= p;
+                    k += 1;
+                }
+                if k > 0 {
+                    out.push((BigInt::from(p), k));
+                }
+                p += if p == 2 { 1 } else { 2 };
+            }
+            if m > 1 {
+                if p * p > m {
+                    out.push((BigInt::from(m), 1));
+                } else {
+                    let (base, k) = self.perfect_power(BigInt::from(m))?;
+                    out.push((base, k));
+                }
+            }
+            return Some(out);
+        }
         let mut n = n.clone();
         let mut out = Vec::new();
         let mut p = 2u32;

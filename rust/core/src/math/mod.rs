@@ -124,9 +124,28 @@ impl fmt::Display for Rejection {
 impl std::error::Error for Rejection {}
 
 /// A parsed answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Value {
     node: Node,
+    /// What comparisons learn about this answer as a constant (its canonical
+    /// form, its enclosure), kept for the next comparison with it: a gold is
+    /// compared with every completion of its group.
+    memo: compare::Memo,
+}
+
+impl PartialEq for Value {
+    fn eq(&self, o: &Value) -> bool {
+        self.node == o.node
+    }
+}
+
+impl Value {
+    fn of(node: Node) -> Value {
+        Value {
+            node,
+            memo: compare::Memo::default(),
+        }
+    }
 }
 
 impl fmt::Display for Value {
@@ -164,13 +183,11 @@ impl Value {
                 other => items.push(other),
             }
         }
-        Value {
-            node: if items.len() == 1 {
-                items.pop().unwrap_or(Node::Ellipsis)
-            } else {
-                Node::List(items)
-            },
-        }
+        Value::of(if items.len() == 1 {
+            items.pop().unwrap_or(Node::Ellipsis)
+        } else {
+            Node::List(items)
+        })
     }
 }
 
@@ -189,9 +206,7 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
         return Err(Rejection::Empty);
     }
     if let Some(words) = parser::prose(s) {
-        return Ok(Value {
-            node: Node::Text(words),
-        });
+        return Ok(Value::of(Node::Text(words)));
     }
     let inline = (s.starts_with('$') && !s.starts_with("$$")) || s.starts_with("\\(");
     if inline && s.contains('\n') {
@@ -204,7 +219,7 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
     let tokens = lexer::lex(s, limits)?;
     let node = parser::parse_tokens(&tokens, limits)?;
     let node = lower(node)?;
-    Ok(Value { node })
+    Ok(Value::of(node))
 }
 
 /// Whether `pred` is the same answer as `gold`; over-budget comparisons are
@@ -215,7 +230,11 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 
 /// [`equivalent`], with the reason when the comparison ran out of budget.
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
-    let cmp = |p: &Node| compare::Cmp::new(opts, (&gold.node, p)).equiv(&gold.node, p);
+    let cmp = |p: &Node| {
+        compare::Cmp::new(opts, (&gold.node, p))
+            .with_memo(&gold.memo)
+            .equiv(&gold.node, p)
+    };
     if cmp(&pred.node)? {
         return Ok(true);
     }
