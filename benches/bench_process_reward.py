@@ -47,8 +47,8 @@ VARIANTS = ("outcome", "process")
 def run(variant: str, seed: int, args: argparse.Namespace, out: str) -> dict:
     """One training run; returns its held-out accuracy curve and step metrics."""
     os.environ.setdefault("GRPO_FAST_NUM_THREADS", "1")
-    from grpo_fast.data import TASKS
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.data import TASKS
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     cfg = TrainerConfig(
         **TASKS["chain"],

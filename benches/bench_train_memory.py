@@ -80,11 +80,11 @@ def child(name: str, a: argparse.Namespace) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from grpo_fast.data import DATA_DIR
-    from grpo_fast.modeling import DTYPES, load_tokenizer
-    from grpo_fast.rollout import Batch
     from grpo_fast.sampling import Completions
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.data import DATA_DIR
+    from grpo_fast.train.modeling import DTYPES, load_tokenizer
+    from grpo_fast.train.rollout import Batch
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     dtype, targets, checkpointing = CONFIGS[name]
     lora = targets is not None

@@ -47,7 +47,7 @@ def _held_out_accuracy(model, tokenizer, rows) -> float:
 
 
 def _run_ours(args) -> dict:
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     out = tempfile.mkdtemp(prefix="bench-ours-")
     cfg = TrainerConfig(
@@ -85,8 +85,8 @@ def _run_trl(args) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpo_fast.data import read_tasks
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.data import read_tasks
+    from grpo_fast.train.trainer import TrainerConfig
     from grpo_fast.verify import verify_batch
 
     defaults = TrainerConfig()

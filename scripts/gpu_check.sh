@@ -13,7 +13,11 @@
 #      bf16 vs float32, one trainer step of a random-init ~100M Qwen2 in bf16;
 #      tests/test_distributed.py: FSDP2 over a one-GPU nccl group vs the unwrapped model),
 #   3. benches/bench_logprobs.py --device cuda --liger, float32 and bfloat16 (fused vs naive vs
-#      Liger-Kernel's fused linear cross-entropy; Liger is skipped with the reason if absent).
+#      Liger-Kernel's fused linear cross-entropy; Liger is skipped with the reason if absent),
+#   4. the vLLM samplers: tests/vllm_samplers (they skip where vLLM is not importable) and
+#      benches/bench_sampler.py --device cuda (HF generate vs vLLM tokens/s on the demo and a
+#      ~0.5B-shape model, push seconds per GB, demo training steps/s and accuracy per sampler;
+#      without vLLM only the HF rows).
 # --cpu-dry-run runs the same steps on a machine without a GPU (the CUDA tests skip, the bench
 # runs tiny shapes on the CPU): the check of the check.
 set -uo pipefail
@@ -187,6 +191,20 @@ for dtype in float32 bfloat16; do
     run "bench_logprobs $dtype" 120 "$PY" benches/bench_logprobs.py --liger --dtype "$dtype" \
         "${BENCH[@]}"
 done
+
+# 4. The vLLM samplers: their tests, then HF generate vs vLLM (HF rows only without vLLM).
+if [ "$BENCH_TOO" = 1 ]; then
+    run "pytest tests/vllm_samplers" 300 "$PY" -m pytest tests/vllm_samplers -q -rs \
+        -p no:cacheprovider -W ignore::DeprecationWarning -W ignore::FutureWarning
+    if [ "$DRY" = 1 ]; then
+        SAMPLER=(--device cpu --prompts 2 --n 2 --tokens 4 --repeats 1 --big-hidden 64
+            --big-intermediate 128 --big-layers 2 --big-heads 2 --big-kv-heads 1 --big-prompts 2
+            --big-n 2 --steps 0)
+    else
+        SAMPLER=(--device cuda --steps 100)
+    fi
+    run "bench_sampler" 300 "$PY" benches/bench_sampler.py "${SAMPLER[@]}"
+fi
 
 log ""
 log "=== total $(($(date +%s) - START))s; report: $REPORT"

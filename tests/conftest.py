@@ -39,7 +39,7 @@ def make_config(tmp_path: Path) -> Callable[..., Any]:
     """``make_config(**overrides)``: a :class:`TrainerConfig` of :data:`SMALL_RUN` writing
     into ``tmp_path / "run"``. Tests build several trainers there, so each replaces the
     last one's run (``overwrite``) unless it resumes it."""
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.trainer import TrainerConfig
 
     def make(**kw: Any) -> Any:
         replace = kw.get("resume") is None

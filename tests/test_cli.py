@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from grpo_fast.cli import check_value, main, parse_text, pass_at_k  # noqa: E402
-from grpo_fast.tracking import read_metrics  # noqa: E402
+from grpo_fast.train.tracking import read_metrics  # noqa: E402
 
 
 def test_score_writes_rewards_and_group_advantages(tmp_path, capsys):
@@ -177,7 +177,7 @@ def test_score_with_several_rewards_writes_their_columns(tmp_path, capsys):
 
 
 def rewards_format() -> str:
-    from grpo_fast.rollout import THINK_ANSWER_FORMAT
+    from grpo_fast.train.rollout import THINK_ANSWER_FORMAT
 
     return THINK_ANSWER_FORMAT
 
@@ -290,8 +290,8 @@ def test_rewards_from_a_config_file_table_and_a_dotted_path(tmp_path):
     from grpo_fast import rewards
     from grpo_fast.cli import config_from_file
     from grpo_fast.integrations.trl import think_format_reward
-    from grpo_fast.rollout import RunRewards
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.rollout import RunRewards
+    from grpo_fast.train.trainer import TrainerConfig
 
     config = tmp_path / "run.toml"
     config.write_text(
@@ -319,7 +319,7 @@ def test_toml_falls_back_to_tomli_without_tomllib(tmp_path, monkeypatch):
     import types as _types
 
     from grpo_fast.cli import config_from_file
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.trainer import TrainerConfig
 
     tomllib = pytest.importorskip("tomllib")  # the real parser, to stand in for tomli
     calls = []
@@ -336,7 +336,7 @@ def test_toml_falls_back_to_tomli_without_tomllib(tmp_path, monkeypatch):
 def test_a_runs_config_json_is_a_valid_config_file(tmp_path):
     """config.json of a run reads back with --config (same options, same types)."""
     from grpo_fast.cli import config_from_file
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.trainer import TrainerConfig
 
     cfg = TrainerConfig(reward=("math", "format:0.5"), resume=None, eval_file=None)
     path = tmp_path / "config.json"

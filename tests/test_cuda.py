@@ -155,8 +155,8 @@ def _text_reward(completions, **columns):
 
 def test_one_trainer_step_of_a_100m_qwen2_in_bf16(tmp_path):
     pytest.importorskip("transformers")
-    from grpo_fast.modeling import load_tokenizer
-    from grpo_fast.trainer import DATA_DIR, Trainer, TrainerConfig
+    from grpo_fast.train.modeling import load_tokenizer
+    from grpo_fast.train.trainer import DATA_DIR, Trainer, TrainerConfig
 
     tok = load_tokenizer(str(DATA_DIR / "tiny_adder"))
     model = _qwen2_100m(len(tok))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpo_fast.curriculum import Curriculum, UniformPrompts
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.train.curriculum import Curriculum, UniformPrompts
 
 
 def expected_weights(solve_rate: np.ndarray, floor: float) -> np.ndarray:

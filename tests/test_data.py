@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import DATA_DIR, write_jsonl
 
-from grpo_fast.data import check_tasks, read_rows, read_tasks
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.train.data import check_tasks, read_rows, read_tasks
 
 pa = pytest.importorskip("pyarrow")
 pd = pytest.importorskip("pandas")
@@ -128,7 +128,7 @@ def test_score_reads_parquet_too(tmp_path, capsys):
 @pytest.fixture
 def tokenizer():
     pytest.importorskip("transformers")
-    from grpo_fast.modeling import load_tokenizer
+    from grpo_fast.train.modeling import load_tokenizer
 
     return load_tokenizer(str(DATA_DIR / "tiny_adder"))
 
@@ -136,7 +136,7 @@ def tokenizer():
 def test_the_embedded_chat_template_renders_as_written(tokenizer):
     """The embedded template: a system message and a space, then the user's text; the
     generation prompt is empty, so a one-message conversation is the plain prompt."""
-    from grpo_fast.data import render_prompts
+    from grpo_fast.train.data import render_prompts
 
     user = [{"role": "user", "content": "12+34="}]
     rows = [
@@ -154,7 +154,7 @@ def test_the_embedded_chat_template_renders_as_written(tokenizer):
 
 
 def test_the_generation_prompt_is_added(tokenizer):
-    from grpo_fast.data import render_prompts
+    from grpo_fast.train.data import render_prompts
 
     tokenizer.chat_template = (
         "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
@@ -168,7 +168,7 @@ def test_the_generation_prompt_is_added(tokenizer):
 
 
 def test_a_tokenizer_without_a_chat_template_is_a_clear_error(tokenizer):
-    from grpo_fast.data import render_prompts
+    from grpo_fast.train.data import render_prompts
 
     tokenizer.chat_template = None
     assert render_prompts([{"prompt": "1+1="}], tokenizer) == ["1+1="]
@@ -187,7 +187,7 @@ def test_training_on_conversations_samples_from_the_templated_prompt(make_config
     string's, and TRL-style rewards get the conversation and assistant messages."""
     pytest.importorskip("torch")
     from grpo_fast.sampling import HFSampler
-    from grpo_fast.trainer import Trainer
+    from grpo_fast.train.trainer import Trainer
 
     rows = [
         {"prompt": [{"role": "user", "content": f"{a}+{b}="}], "answer": str(a + b)}
@@ -236,7 +236,7 @@ def test_a_gsm8k_parquet_trains_with_column_mapping(tmp_path, capsys):
     """A GSM8K-shaped file works as is: --prompt-column question, gold after '####'."""
     pytest.importorskip("torch")
     from grpo_fast.cli import main
-    from grpo_fast.tracking import read_metrics
+    from grpo_fast.train.tracking import read_metrics
 
     rows = [
         {"question": f"{a}+{b}=", "answer": f"{a} plus {b}.\n#### {a + b}"}

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from grpo_fast.cli import config_from_file, main  # noqa: E402
-from grpo_fast.trainer import TrainerConfig  # noqa: E402
+from grpo_fast.train.trainer import TrainerConfig  # noqa: E402
 
 DEMO = dict(
     max_new_tokens=4,

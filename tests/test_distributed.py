@@ -32,10 +32,10 @@ import torch.multiprocessing as mp  # noqa: E402
 from test_trainer import reference_logp, reference_loss, reference_rewards  # noqa: E402
 
 from grpo_fast.errors import InvalidInputError  # noqa: E402
-from grpo_fast.modeling import LoraOptions, load_model, prepare_model  # noqa: E402
 from grpo_fast.sampling import SamplingParams  # noqa: E402
-from grpo_fast.tracking import read_metrics  # noqa: E402
-from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.modeling import LoraOptions, load_model, prepare_model  # noqa: E402
+from grpo_fast.train.tracking import read_metrics  # noqa: E402
+from grpo_fast.train.trainer import Trainer, TrainerConfig  # noqa: E402
 
 LR = 0.02
 G = 4
@@ -545,9 +545,10 @@ def _fsdp_alone(rank: int, port: int, out: str, device: str) -> None:
     generation with gathered weights, and a DCP round trip of model and optimizer."""
     import torch.distributed.checkpoint as dcp
 
-    from grpo_fast.distributed import _wrap, init_process_group
-    from grpo_fast.modeling import completion_logprobs, load_tokenizer, pack
     from grpo_fast.sampling import HFSampler
+    from grpo_fast.train.distributed import _wrap, init_process_group
+    from grpo_fast.train.forward import completion_logprobs, pack
+    from grpo_fast.train.modeling import load_tokenizer
 
     os.environ.update(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     init_process_group(device, local_rank=0)  # the trainer's: on CUDA, nccl and gloo

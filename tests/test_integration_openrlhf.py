@@ -71,9 +71,41 @@ def test_only_the_response_is_scored():
     queries = [PROMPT + "the answer is 9", PROMPT + "the answer is 7"]
     out = gf.reward_func(queries, [PROMPT, PROMPT], ["7", "7"])
     assert out["rewards"].tolist() == [0.0, 1.0]
-    # A query that does not start with its prompt (spacing changed) is cut after the prompt.
+    # A query that does not start with its prompt (a BOS token, spacing changed by the
+    # tokenizer's round trip) is cut after the prompt's first occurrence.
     assert gf.responses_of(["<s> Q? A: 2"], ["Q?"]) == [" A: 2"]
-    assert gf.responses_of(["unrelated 5"], ["Q?"]) == ["unrelated 5"]
+    assert gf.responses_of(["<s>Q:\n 1 +  1? A: 2"], ["Q: 1 + 1?"]) == [" A: 2"]
+    assert gf.responses_of(["Q? A: 2 Q? A: 3"], ["Q?"]) == [" A: 2 Q? A: 3"]
+    assert gf.responses_of(["unrelated 5", "Q? 5"], ["Q?", ""]) == [None, "Q? 5"]
+
+
+def test_a_prompt_not_in_its_query_is_a_visible_failure_never_scored_whole(caplog):
+    """Scoring the whole query would pay a response that copies the prompt's example
+    answer (here '#### 7'): such a sample earns 0 and says why; the others are scored."""
+    other_prompt = PROMPT.replace("Now:", "Now, please:")  # not the text that was sent
+    queries = [PROMPT + "the answer is 7", "I copy: #### 7", PROMPT + "#### 9"]
+    prompts = [PROMPT, other_prompt, PROMPT]
+    with caplog.at_level("WARNING", logger="grpo_fast.integrations.openrlhf"):
+        out = gf.reward_func(queries, prompts, ["7", "7", "9"])
+    assert out["rewards"].tolist() == [1.0, 0.0, 1.0]
+    assert out["scores"].tolist() == [1.0, 0.0, 1.0]
+    logs = out["extra_logs"]
+    assert logs["prompt_not_found"].tolist() == [0.0, 1.0, 0.0]
+    assert logs["reward_error"].tolist() == [0.0, 1.0, 0.0]
+    assert logs["math"].tolist() == [1.0, 0.0, 1.0] and logs["unscorable"].tolist() == [0.0] * 3
+    [record] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "prompt is not in the query for 1 of 3" in record.getMessage()
+    # The same key set as a success and a failure: OpenRLHF merges extra_logs by key.
+    assert set(logs) == set(gf.reward_func(["Q 1"], ["Q"], ["1"])["extra_logs"])
+    assert set(logs) == set(gf.reward_func(["a"], ["a", "b"], ["1"])["extra_logs"])
+
+
+def test_a_copy_of_the_prompt_inside_the_response_is_scored_with_it():
+    """The prompt's first occurrence ends it: a response that hedges, copies the prompt and
+    answers again is scored whole (two boxes: a collection answer, not paid)."""
+    response = r"\boxed{8} " + PROMPT + r"\boxed{9}"
+    out = gf.reward_func([PROMPT + response], [PROMPT], ["9"])
+    assert out["rewards"].tolist() == [0.0]
 
 
 def test_unusable_labels_give_zero_reward_and_are_counted():

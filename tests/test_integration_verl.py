@@ -644,7 +644,7 @@ def test_pyproject_plugin_entry_point_registers_in_a_fresh_verl_process(tmp_path
     """The ``verl.plugins`` table of pyproject.toml, as an install writes it
     (``*.dist-info/entry_points.txt``), in a process that only imports verl."""
     plugins = _pyproject_plugins()
-    assert plugins == {"grpo_fast": "grpo_fast.integrations.verl"}
+    assert plugins == {"grpo_fast": "grpo_fast.integrations.verl.plugin"}
     dist = tmp_path / "site" / "grpo_fast_plugin_probe-0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text(
@@ -806,14 +806,16 @@ def test_reward_loop_worker_with_grpo_fast_manager_matches_naive(tmp_path):
 def test_grpo_fast_manager_scores_each_batch_in_one_call(tmp_path, monkeypatch):
     tokenizer = _byte_tokenizer()
     tokenizer.save_pretrained(tmp_path)
+    from grpo_fast.integrations.verl import reward_manager
+
     calls = []
-    real = gf.score_items
+    real = reward_manager.score_items
 
     def counting(*args, **kwargs):
         calls.append(len(args[1]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gf, "score_items", counting)
+    monkeypatch.setattr(reward_manager, "score_items", counting)
     items = CONVENTION_CASES * 5
     _worker_scores(_ppo_config(tmp_path, manager="grpo_fast"), _reward_batch(tokenizer, items))
     assert calls == [len(items)]

@@ -17,7 +17,7 @@ core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
 
 from grpo_fast.errors import InvalidInputError  # noqa: E402
 from grpo_fast.integrations import verl as gf_verl  # noqa: E402
-from grpo_fast.integrations import verl_loss  # noqa: E402
+from grpo_fast.integrations.verl import losses as verl_loss  # noqa: E402
 
 B, T = 7, 9
 LENGTHS = [9, 4, 1, 7, 0, 6, 9]  # one empty response: verl does not count it as a sequence

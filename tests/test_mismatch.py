@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 from grpo_fast.errors import InvalidInputError  # noqa: E402
 from grpo_fast.loss import policy_loss  # noqa: E402
-from grpo_fast.mismatch import pad_sampler_logprobs, sampler_weights  # noqa: E402
+from grpo_fast.loss.mismatch import pad_sampler_logprobs, sampler_weights  # noqa: E402
 
 B, T = 6, 8
 LENGTHS = [8, 5, 1, 7, 0, 3]  # one empty completion
@@ -304,8 +304,8 @@ class PerturbedSampler:
 
 
 def _trainer(make_config, sampler_factory=None, **kw):
-    from grpo_fast.modeling import load_model, load_tokenizer
-    from grpo_fast.trainer import DATA_DIR, Trainer
+    from grpo_fast.train.modeling import load_model, load_tokenizer
+    from grpo_fast.train.trainer import DATA_DIR, Trainer
 
     cfg = make_config(optimizer="sgd", learning_rate=0.05, max_grad_norm=0.0, seed=3, **kw)
     model, tok = (
@@ -412,7 +412,7 @@ def test_trainer_step_with_a_perturbed_sampler_equals_the_formula(make_config, c
 
 def test_metrics_jsonl_has_the_mismatch_columns(make_config, tmp_path):
     from grpo_fast.sampling import HFSampler
-    from grpo_fast.tracking import read_metrics
+    from grpo_fast.train.tracking import read_metrics
 
     t = _trainer(
         make_config,
@@ -442,9 +442,9 @@ def test_a_correction_without_sampler_log_probs_is_refused(make_config):
 
 
 def test_bad_sampler_options_are_refused(make_config):
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.trainer import TrainerConfig
 
-    with pytest.raises(InvalidInputError, match="sampler_threshold must be > 1"):
+    with pytest.raises(InvalidInputError, match="sampler_threshold must be a number > 1"):
         make_config(sampler_threshold=1.0).validate()
     with pytest.raises(InvalidInputError, match="sampler_correction must be one of"):
         make_config(sampler_correction="icepop").validate()

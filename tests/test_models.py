@@ -26,8 +26,8 @@ pytest.importorskip("transformers")
 from test_trainer import reference_advantages, reference_logp, reference_loss  # noqa: E402
 
 from grpo_fast.errors import InvalidInputError  # noqa: E402
-from grpo_fast.tracking import read_metrics  # noqa: E402
-from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.tracking import read_metrics  # noqa: E402
+from grpo_fast.train.trainer import Trainer, TrainerConfig  # noqa: E402
 
 ARCHITECTURES = ["qwen2", "llama", "gpt2"]
 # GPT-2's configs default to dropout 0.1: a hand replay needs the same forward.
@@ -128,8 +128,8 @@ def test_sampling_with_the_shared_prompt_cache_equals_one_prompt_at_a_time(
 ):
     """HFSampler's shared prompt cache (also under LoRA adapters) samples exactly what
     generation without it does, and greedy decoding equals unpadded prompts one by one."""
-    from grpo_fast.modeling import LoraOptions, load_tokenizer, prepare_model
     from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.train.modeling import LoraOptions, load_tokenizer, prepare_model
 
     tok = load_tokenizer(str(DATA_DIR / "tiny_adder"))
     model = tiny_lm(architecture)
@@ -160,11 +160,10 @@ def test_sampling_with_the_shared_prompt_cache_equals_one_prompt_at_a_time(
 def test_lora_forward_and_reference_without_a_copy(tiny_lm, architecture):
     """Under LoRA, the shared-prompt and full forwards equal the peft model's own logits;
     the reference (adapters disabled) equals the base model before wrapping."""
-    from grpo_fast.modeling import (
+    from grpo_fast.train.forward import completion_logprobs, pack
+    from grpo_fast.train.modeling import (
         AdaptersDisabled,
         LoraOptions,
-        completion_logprobs,
-        pack,
         prepare_model,
         reference_model,
     )
@@ -203,19 +202,20 @@ def test_gradient_checkpointing_gives_the_same_update(make_config, monkeypatch):
     """Recomputing activations changes nothing but memory: same weights after a step. The
     loss forward falls back from the shared prompt cache (the layers drop it); sampling,
     without gradients, still shares it."""
-    from grpo_fast import modeling, sampling
+    from grpo_fast.sampling import hf
+    from grpo_fast.train import forward, modeling
 
     plain = Trainer(make_config(seed=3, optimizer="sgd", learning_rate=0.05))
     plain.step()
     calls = []
-    original = modeling.prefill_groups
+    original = forward.prefill_groups
 
     def spy(*args, **kwargs):
         calls.append(torch.is_grad_enabled())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(modeling, "prefill_groups", spy)
-    monkeypatch.setattr(sampling, "prefill_groups", spy)
+    monkeypatch.setattr(forward, "prefill_groups", spy)
+    monkeypatch.setattr(hf, "prefill_groups", spy)
     ckpt = Trainer(
         make_config(seed=3, optimizer="sgd", learning_rate=0.05, gradient_checkpointing=True)
     )
@@ -228,7 +228,7 @@ def test_gradient_checkpointing_gives_the_same_update(make_config, monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 def test_16_bit_runs_keep_fp32_master_weights_and_autocast(make_config, dtype):
-    from grpo_fast import modeling
+    from grpo_fast.train import modeling
 
     trainer = Trainer(make_config(dtype=dtype, beta=0.05, seed=1))
     start = {k: v.clone() for k, v in trainer.model.state_dict().items()}
@@ -381,7 +381,7 @@ def test_an_uncached_hub_id_offline_says_how_to_use_a_local_copy(tmp_path, monke
 def test_a_local_model_is_recorded_by_its_absolute_path(tiny_model_dir, monkeypatch):
     """LoRA adapters name their base as it was loaded: from another working directory
     (export, eval) a relative name would not be found."""
-    from grpo_fast.modeling import LoraOptions, load_model, prepare_model
+    from grpo_fast.train.modeling import LoraOptions, load_model, prepare_model
 
     path = tiny_model_dir("llama")
     monkeypatch.chdir(path.parent)
@@ -390,7 +390,7 @@ def test_a_local_model_is_recorded_by_its_absolute_path(tiny_model_dir, monkeypa
 
 
 def test_model_names_are_checked_before_loading(tmp_path):
-    from grpo_fast.modeling import check_model_name
+    from grpo_fast.train.modeling import check_model_name
 
     check_model_name(str(DATA_DIR / "tiny_adder"))
     check_model_name("Qwen/Qwen2.5-0.5B-Instruct")  # a hub id: known only when loaded

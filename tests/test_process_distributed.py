@@ -26,7 +26,7 @@ from test_distributed import _free_port  # noqa: E402
 from test_process_advantages import reference  # noqa: E402
 from test_process_training import CHAIN, chain_steps, char_tokens  # noqa: E402
 
-from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.trainer import Trainer, TrainerConfig  # noqa: E402
 
 G = 4
 WEIGHT = 0.5

@@ -22,12 +22,12 @@ from test_process_advantages import reference  # noqa: E402
 from test_trainer import reference_logp  # noqa: E402
 
 from grpo_fast.cli import main  # noqa: E402
-from grpo_fast.data import TASKS  # noqa: E402
 from grpo_fast.errors import InvalidInputError  # noqa: E402
-from grpo_fast.metrics import read_metrics  # noqa: E402
-from grpo_fast.rollout import Batch  # noqa: E402
 from grpo_fast.sampling import Completions  # noqa: E402
-from grpo_fast.trainer import Trainer  # noqa: E402
+from grpo_fast.train.data import TASKS  # noqa: E402
+from grpo_fast.train.metrics import read_metrics  # noqa: E402
+from grpo_fast.train.rollout import Batch  # noqa: E402
+from grpo_fast.train.trainer import Trainer  # noqa: E402
 
 CHAIN = {**TASKS["chain"], "max_new_tokens": 40}
 
@@ -217,7 +217,7 @@ def test_a_step_scorer_on_conversational_prompts(make_config):
 def test_the_chain_task_resumes_as_if_uninterrupted(tmp_path):
     """Process rewards, dynamic sampling (per-token advantages concatenated) and a
     checkpoint in the middle: the resumed run logs what the uninterrupted one does."""
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.trainer import TrainerConfig
 
     common = dict(
         **CHAIN,

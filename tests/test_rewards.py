@@ -23,11 +23,13 @@ import grpo_fast
 from grpo_fast import InvalidInputError, rewards
 from grpo_fast.rewards import (
     ChoiceReward,
+    CosineReward,
     ExactMatchReward,
     FormatReward,
     MathReward,
     OverlongReward,
     PythonReward,
+    RepetitionReward,
     combine,
     score_batch,
 )
@@ -364,11 +366,13 @@ def test_spec_kinds_are_the_core_kinds():
         ChoiceReward(),
         FormatReward("x"),
         OverlongReward(4, 1),
+        CosineReward(4),
+        RepetitionReward(),
     ]
     assert [s.kind for s in specs] == list(grpo_fast.names.REWARD_KINDS)
     assert [s._compile().kind for s in specs] == [s.kind for s in specs]
     assert grpo_fast.names.REWARD_KINDS == _core.REWARD_KINDS == (
-        "math", "exact", "choice", "format", "overlong",
+        "math", "exact", "choice", "format", "overlong", "cosine", "repetition",
     )  # fmt: skip
 
 

@@ -27,11 +27,11 @@ from conftest import SMALL_RUN
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from grpo_fast.checkpoint import checkpoint_problem  # noqa: E402
 from grpo_fast.cli import main  # noqa: E402
 from grpo_fast.errors import CheckpointError, InvalidInputError, TrainingInterrupted  # noqa: E402
-from grpo_fast.tracking import NoSignalWatch, read_metrics  # noqa: E402
-from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.checkpoint import checkpoint_problem  # noqa: E402
+from grpo_fast.train.tracking import NoSignalWatch, read_metrics  # noqa: E402
+from grpo_fast.train.trainer import Trainer, TrainerConfig  # noqa: E402
 
 #: A run whose steps take a fraction of a second.
 QUICK = dict(SMALL_RUN, prompts_per_step=2, num_generations=2, eval_size=4)
@@ -279,7 +279,7 @@ def test_a_second_ctrl_c_while_checkpointing_stops_at_once_and_leaves_no_bad_che
 def test_the_signal_handlers_are_only_installed_in_the_main_thread(tmp_path):
     import threading
 
-    from grpo_fast.interrupt import StopRequest
+    from grpo_fast.train.interrupt import StopRequest
 
     seen = {}
 
@@ -450,7 +450,7 @@ def test_a_full_disk_during_a_checkpoint_says_so_and_keeps_the_older_ones(
 
     # On the command line: one line, exit status 1.
     monkeypatch.setattr(
-        "grpo_fast.checkpoint.torch.save",
+        "grpo_fast.train.checkpoint.torch.save",
         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("file write failed")),
     )
     rc = main(["train", "-o", str(out), "--resume", "auto", "--max-steps", "3", *QUICK_FLAGS])
@@ -464,7 +464,7 @@ def test_a_full_disk_during_a_checkpoint_says_so_and_keeps_the_older_ones(
     def no_space(self, record):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
 
-    monkeypatch.setattr("grpo_fast.tracking.MetricsWriter.write", no_space)
+    monkeypatch.setattr("grpo_fast.train.tracking.MetricsWriter.write", no_space)
     rc = main(["train", "-o", str(out), "--resume", "auto", "--max-steps", "3", *QUICK_FLAGS])
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err
@@ -506,12 +506,12 @@ def _two_rank_worker(rank: int, port: int, out: str) -> None:
     assert trainer.step_count == 2
     # ... and a write that fails on one rank stops both (neither waits for the other).
     if rank == 1:
-        import grpo_fast.checkpoint
+        import grpo_fast.train.checkpoint
 
         def full(*args, **kwargs):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-        grpo_fast.checkpoint.torch.save = full
+        grpo_fast.train.checkpoint.torch.save = full
     try:
         trainer.train()
         raise AssertionError("the failed checkpoint went unnoticed")

@@ -262,7 +262,7 @@ def test_threads_agree_with_one_call():
 def _char_tokenizer():
     from transformers import AutoTokenizer
 
-    from grpo_fast.data import DATA_DIR
+    from grpo_fast.train.data import DATA_DIR
 
     return AutoTokenizer.from_pretrained(DATA_DIR / "tiny_chain")
 

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 from grpo_fast.errors import InvalidInputError  # noqa: E402
 from grpo_fast.loss import policy_loss  # noqa: E402
-from grpo_fast.surrogates import high_entropy_mask, quantile  # noqa: E402
+from grpo_fast.loss.surrogates import high_entropy_mask, quantile  # noqa: E402
 
 B, T = 6, 8
 LENGTHS = [8, 4, 1, 7, 5, 8]

@@ -135,7 +135,7 @@ def test_verl_reward_manager_accepts_think_from_reward_kwargs():
     from omegaconf import OmegaConf
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
-    from grpo_fast.integrations import verl as gf
+    from grpo_fast.integrations.verl import reward_manager
 
     def loaded(kwargs):
         return get_custom_reward_fn(
@@ -153,10 +153,10 @@ def test_verl_reward_manager_accepts_think_from_reward_kwargs():
         )
 
     fn = loaded({"think": False})
-    assert gf._reward_options(fn) == {"think": False}
+    assert reward_manager._reward_options(fn) == {"think": False}
     assert fn(data_source="x", solution_str=TEXTS[0], ground_truth="3") == 1.0
     with pytest.raises(InvalidInputError, match=r"\['thinking'\].*think\)"):
-        gf._reward_options(loaded({"thinking": False}))
+        reward_manager._reward_options(loaded({"thinking": False}))
 
 
 def test_compat_math_verify_parse():

@@ -19,9 +19,9 @@ transformers = pytest.importorskip("transformers")
 
 from grpo_fast.cli import main  # noqa: E402
 from grpo_fast.errors import InvalidInputError  # noqa: E402
-from grpo_fast.plot import plot_curves, smooth  # noqa: E402
-from grpo_fast.tracking import parse_report_to, read_metrics  # noqa: E402
-from grpo_fast.trainer import Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.plot import plot_curves, smooth  # noqa: E402
+from grpo_fast.train.tracking import parse_report_to, read_metrics  # noqa: E402
+from grpo_fast.train.trainer import Trainer, TrainerConfig  # noqa: E402
 
 QUICK = dict(SMALL_RUN, prompts_per_step=2, num_generations=2, eval_size=4, eval_every=2)
 
@@ -227,7 +227,7 @@ def test_wandb_without_a_login_is_a_message(tmp_path, capsys, monkeypatch, fresh
 
 def test_the_old_metrics_module_still_reads_what_the_writer_wrote(tmp_path):
     # grpo_fast.metrics was the public home of these names before tracking.py
-    from grpo_fast import metrics
+    from grpo_fast.train import metrics
 
     w = metrics.MetricsWriter(tmp_path / "m.jsonl")
     w.write({"step": 1, "loss": 0.5})

@@ -19,8 +19,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from grpo_fast.tracking import read_metrics  # noqa: E402
-from grpo_fast.trainer import DATA_DIR, Trainer, TrainerConfig  # noqa: E402
+from grpo_fast.train.tracking import read_metrics  # noqa: E402
+from grpo_fast.train.trainer import DATA_DIR, Trainer, TrainerConfig  # noqa: E402
 
 TIMING = re.compile(r"^(time_|tokens_per_s)")
 
@@ -113,8 +113,8 @@ def test_one_step_matches_hand_computation(make_config, num_iterations, beta):
 
 
 def test_sampler_logprobs_match_forward(make_config):
-    from grpo_fast.modeling import completion_logprobs, pack
     from grpo_fast.sampling import HFSampler
+    from grpo_fast.train.forward import completion_logprobs, pack
 
     trainer = Trainer(make_config(seed=1))
     prompts = [r["prompt"] for r in trainer.train_rows[:3]]
@@ -255,17 +255,21 @@ def test_vllm_sampler_without_vllm_says_how_to_get_it():
 
 
 def test_vllm_sampler_generates_groups_and_takes_new_weights():
-    pytest.importorskip("vllm", reason="vLLM cannot be imported here (it needs a CUDA build)")
-    if not torch.cuda.is_available():
-        pytest.skip("vLLM needs a GPU")
+    pytest.importorskip("vllm", reason="vLLM cannot be imported here (make test-vllm runs it)")
     from transformers import AutoModelForCausalLM
 
+    from grpo_fast.errors import InvalidInputError
     from grpo_fast.sampling import SamplingParams, VLLMSampler
 
-    sampler = VLLMSampler(str(DATA_DIR / "tiny_adder"), gpu_memory_utilization=0.1)
+    kw = {"gpu_memory_utilization": 0.1} if torch.cuda.is_available() else {}
+    sampler = VLLMSampler(str(DATA_DIR / "tiny_adder"), dtype="fp32", enforce_eager=True, **kw)
     params = SamplingParams(max_new_tokens=4, temperature=0.0)
-    before = sampler.sample(["12+34=", "7+8="], 3, params)
-    assert len(before) == 6 and before.texts[0] == before.texts[1] == before.texts[2]
+    with pytest.raises(InvalidInputError, match="only with n=1"):  # vLLM refuses it
+        sampler.sample(["12+34="], 3, params)
+    before = sampler.sample(["12+34=", "7+8="], 1, params)
+    assert len(before) == 2 and sampler.sample(["12+34="], 1, params).texts == before.texts[:1]
+    groups = sampler.sample(["12+34=", "7+8="], 3, SamplingParams(max_new_tokens=4))
+    assert len(groups) == 6 and groups.prompt_ids[0] == groups.prompt_ids[2] != groups.prompt_ids[3]
     model = AutoModelForCausalLM.from_pretrained(str(DATA_DIR / "tiny_adder"))
     with torch.no_grad():
         for p in model.parameters():
@@ -273,6 +277,7 @@ def test_vllm_sampler_generates_groups_and_takes_new_weights():
     sampler.update_weights(model)
     after = sampler.sample(["12+34="], 1, params)
     assert after.completion_ids[0] != before.completion_ids[0]
+    sampler.close()
 
 
 def test_several_rewards_are_scored_and_logged_per_column(make_config):
@@ -325,7 +330,7 @@ def test_several_rewards_are_scored_and_logged_per_column(make_config):
 def test_exact_reward_is_the_rewards_module_one():
     """The trainer's "exact" is rewards.ExactMatchReward (extraction, case ignored)."""
     from grpo_fast import rewards
-    from grpo_fast.rollout import RunRewards
+    from grpo_fast.train.rollout import RunRewards
 
     texts = ["The answer is Paris.", "paris", "Lyon"]
     got = RunRewards.build(["exact"]).score(texts, [{"answer": "Paris"}] * 3)
@@ -335,8 +340,8 @@ def test_exact_reward_is_the_rewards_module_one():
 
 
 def test_batch_take_and_concat_build_new_read_only_batches():
-    from grpo_fast.rollout import Batch
     from grpo_fast.sampling import Completions
+    from grpo_fast.train.rollout import Batch
 
     def batch(idx, base):
         n = len(idx) * 2
@@ -365,9 +370,9 @@ def test_batch_take_and_concat_build_new_read_only_batches():
 
 @pytest.mark.parametrize("architecture", ["qwen2", "llama", "gpt2"])
 def test_prefix_shared_forward_equals_the_full_one(tiny_lm, architecture):
-    """modeling.completion_logprobs: the shared-prompt cache path, the full path and
+    """forward.completion_logprobs: the shared-prompt cache path, the full path and
     one unpadded sequence at a time agree, on three architectures."""
-    from grpo_fast.modeling import completion_logprobs, decoder_of, pack, prefill_groups
+    from grpo_fast.train.forward import completion_logprobs, decoder_of, pack, prefill_groups
 
     model = tiny_lm(architecture).eval()
     rng = np.random.default_rng(0)

@@ -26,8 +26,8 @@ from test_trainer import reference_advantages, reference_rewards  # noqa: E402
 
 from grpo_fast.cli import main  # noqa: E402
 from grpo_fast.sampling import Completions, truncated  # noqa: E402
-from grpo_fast.tracking import read_metrics  # noqa: E402
-from grpo_fast.trainer import Trainer  # noqa: E402
+from grpo_fast.train.tracking import read_metrics  # noqa: E402
+from grpo_fast.train.trainer import Trainer  # noqa: E402
 
 G = 4
 

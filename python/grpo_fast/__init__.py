@@ -2,15 +2,18 @@
 
 The CPU-heavy parts (grouping, advantages, answer verification) run in Rust
 across cores with the GIL released. ``import grpo_fast`` needs numpy alone:
-the modules that need torch and transformers (``grpo_fast.trainer``,
-``loss``, ``logprobs``, ``sampling``, ``modeling``, ...) load on first use,
-``grpo_fast.Trainer`` included (PEP 562's module ``__getattr__``).
+this top layer (verify, rewards, steps, advantages, names, errors) imports
+nothing from the subpackages that need torch: :mod:`grpo_fast.loss`,
+:mod:`grpo_fast.sampling`, :mod:`grpo_fast.train` (the trainer, its config,
+rollout, data, modeling, checkpoints) and :mod:`grpo_fast.logprobs` are
+imported by name; ``grpo_fast.Trainer`` loads the trainer on first use.
 """
 
 import importlib as _importlib
+from importlib.util import find_spec as _find_spec
 from typing import Any as _Any
 
-from grpo_fast import errors, names, rewards, steps
+from grpo_fast import _moved, errors, names, rewards, steps
 from grpo_fast._core import __version__, get_num_threads, set_num_threads
 from grpo_fast.advantages import (
     AdvantageResult,
@@ -36,25 +39,21 @@ from grpo_fast.verify import (
     verify_detailed,
 )
 
-# Loaded on first access: they import torch / transformers.
-_LAZY = {"Trainer": "grpo_fast.trainer", "TrainerConfig": "grpo_fast.trainer"}
-_LAZY_MODULES = (
-    "cli",
-    "data",
-    "distributed",
-    "logprobs",
-    "loss",
-    "modeling",
-    "rollout",
-    "sampling",
-    "trainer",
-)
+_moved.install()  # grpo_fast.trainer, grpo_fast.loss.surrogates, ... as they were before round 2
+
+
+def _is_submodule(name: str) -> bool:
+    return not name.startswith("__") and _find_spec(f"grpo_fast.{name}") is not None
 
 
 def __getattr__(name: str) -> _Any:
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(_LAZY[name]), name)
-    elif name in _LAZY_MODULES:
+    # The trainer (torch, transformers) and its config (neither) are imported on first
+    # use of their names, a subpackage (grpo_fast.loss, .train, ...) on first use of its.
+    if name == "Trainer":
+        from grpo_fast.train.trainer import Trainer as value
+    elif name == "TrainerConfig":
+        from grpo_fast.train.config import TrainerConfig as value
+    elif f"grpo_fast.{name}" in _moved.MOVED or _is_submodule(name):
         value = _importlib.import_module(f"grpo_fast.{name}")
     else:
         raise AttributeError(f"module 'grpo_fast' has no attribute {name!r}")
@@ -63,7 +62,7 @@ def __getattr__(name: str) -> _Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES))
+    return sorted(set(globals()) | {"Trainer", "TrainerConfig"})
 
 
 __all__ = [

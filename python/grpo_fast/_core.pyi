@@ -13,12 +13,15 @@ RULES: tuple[str, ...]
 DEFAULT_RULES: tuple[str, ...]
 REWARD_KINDS: tuple[str, ...]
 STEP_SPLITS: tuple[str, ...]
+# The advantage epsilon, the core's default (rust/core/src/advantage.rs: Params).
+ADVANTAGE_EPS: float
 # Step labels of check_steps (rust/core/src/steps.rs).
 STEP_CORRECT: int
 STEP_WRONG: int
 STEP_UNCHECKED: int
 # pyo3 sets __all__ at runtime; stubtest checks it against this list.
 __all__ = [
+    "ADVANTAGE_EPS",
     "AdvantageResult",
     "DEFAULT_RULES",
     "ESTIMATORS",
@@ -174,6 +177,17 @@ class RewardSpec:
     def format(pattern: object, dot_all: bool) -> RewardSpec: ...
     @staticmethod
     def overlong(max_length: object, cache_length: object) -> RewardSpec: ...
+    @staticmethod
+    def cosine(
+        options: VerifyOptions,
+        max_length: object,
+        min_value_wrong: object,
+        max_value_wrong: object,
+        min_value_correct: object,
+        max_value_correct: object,
+    ) -> RewardSpec: ...
+    @staticmethod
+    def repetition(ngram_size: object, max_penalty: object) -> RewardSpec: ...
     @property
     def kind(self) -> str: ...
 

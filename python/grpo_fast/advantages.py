@@ -1,6 +1,6 @@
 """Grouping rollouts by prompt and GRPO-family advantages, computed in Rust.
 
-The formulas, with their papers, are in ``rust/core/src/advantage.rs``; this
+The formulas, with their papers, are in ``rust/core/src/advantage/estimators.rs``; this
 module prepares the inputs and documents the conventions.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 from grpo_fast import _core
 from grpo_fast._ids import as_float_array, as_group_ids
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.names import ESTIMATORS, SCALES
+from grpo_fast.names import ADVANTAGE_EPS, ESTIMATORS, SCALES
 
 __all__ = [
     "ESTIMATORS",
@@ -94,7 +94,7 @@ def compute_advantages(
     *,
     estimator: str = "grpo",
     scale: str = "group",
-    eps: float = 1e-6,
+    eps: float = ADVANTAGE_EPS,
     unbiased: bool = True,
     success_threshold: float = 1.0,
     baselines: Any = None,
@@ -247,7 +247,7 @@ def compute_process_advantages(
     process_weight: float = 1.0,
     unchecked_reward: float | None = None,
     scale: str = "group",
-    eps: float = 1e-6,
+    eps: float = ADVANTAGE_EPS,
     unbiased: bool = True,
 ) -> ProcessAdvantageResult:
     """Per-token advantages from per-step rewards (process supervision).

@@ -2,7 +2,7 @@
 
 ``grpo-fast train`` with no arguments runs GRPO on the embedded tiny model and
 2-digit addition task on the CPU (about a minute). Every
-:class:`~grpo_fast.trainer.TrainerConfig` field is a flag, generated from its
+:class:`~grpo_fast.train.config.TrainerConfig` field is a flag, generated from its
 type (``--learning-rate 3e-5``, ``--curriculum`` / ``--no-curriculum``,
 ``--loss-type {grpo,...}``, ``--reward math --reward format:0.5``), and may
 also come from ``--config run.toml`` / ``run.json``; flags override the file.
@@ -16,209 +16,41 @@ at start-up with a message and exit status 2, without a traceback.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import errno
 import json
 import math
-import re
 import sys
-import types
-import typing
 from collections import Counter
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.flags import (
+    NEGATIVE_NUMBER,
+    Repeat,
+    add_dataclass_flags,
+    check_value,
+    config_from_file,
+    parse_text,
+)
 
-__all__ = ["build_parser", "config_from_file", "main", "pass_at_k"]
-
-# argparse takes "-1e-5" for an option unless it looks like a negative number;
-# its own pattern misses exponents.
-_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-# ---------------------------------------------------------------------- typed values
-def _members(hint: Any) -> tuple[Any, ...]:
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        return typing.get_args(hint)
-    return (hint,)
-
-
-def _describe(hint: Any) -> str:
-    names = {int: "an int", float: "a number", str: "a string", bool: "true or false"}
-    if typing.get_origin(hint) is Literal:
-        return f"one of {typing.get_args(hint)}"
-    if hint is type(None):
-        return "none"
-    if typing.get_origin(hint) is dict or hint is dict:
-        return "a table"
-    return names.get(hint, getattr(hint, "__name__", str(hint)))
-
-
-def _bad(name: str, hint: Any, value: Any) -> InvalidInputError:
-    kinds = " or ".join(_describe(m) for m in _members(hint))
-    return InvalidInputError(f"{name} must be {kinds}, got {value!r}")
-
-
-def parse_text(name: str, hint: Any, text: str) -> Any:
-    """A flag's text as a value of type ``hint`` (``"none"`` for an ``Optional``'s None)."""
-    members = _members(hint)
-    if type(None) in members and text.lower() in ("none", "null"):
-        return None
-    for m in members:
-        if m is type(None):
-            continue
-        if typing.get_origin(m) is Literal:
-            if text in typing.get_args(m):
-                return text
-        elif m is str:
-            return text
-        elif m is bool:
-            if text.lower() in ("true", "false"):
-                return text.lower() == "true"
-        elif m is int:
-            try:
-                return int(text)
-            except ValueError:
-                pass
-        elif m is float:
-            try:
-                return float(text)
-            except ValueError:
-                pass
-    raise _bad(name, hint, text)
-
-
-def check_value(name: str, hint: Any, value: Any) -> Any:
-    """A config file's value checked against ``hint`` (text is read as a flag's would be)."""
-    if typing.get_origin(hint) is tuple:
-        (elem, *_rest) = typing.get_args(hint)
-        items = value if isinstance(value, list | tuple) else [value]
-        return tuple(check_value(name, elem, v) for v in items)
-    members = _members(hint)
-    for m in members:
-        if m is type(None) and value is None:
-            return None
-        if typing.get_origin(m) is Literal and value in typing.get_args(m):
-            return value
-        if m is bool and isinstance(value, bool):
-            return value
-        if m is int and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if m is float and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if m is str and isinstance(value, str):
-            return value
-        if (m is dict or typing.get_origin(m) is dict) and isinstance(value, dict):
-            return value
-    if isinstance(value, str):
-        return parse_text(name, hint, value)
-    raise _bad(name, hint, value)
-
-
-class _Repeat(argparse.Action):
-    """``append`` whose first use replaces the default instead of adding to it."""
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        items = getattr(namespace, self.dest, None)
-        items = [] if items is None or items is self.default else items
-        setattr(namespace, self.dest, [*items, values])
-
-
-def _type_converter(name: str, hint: Any) -> Any:
-    def convert(text: str) -> Any:
-        try:
-            return parse_text(name, hint, text)
-        except InvalidInputError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    convert.__name__ = _describe(hint)
-    return convert
-
-
-def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One flag per field of the dataclass ``cls``, typed by its annotation.
-
-    ``bool``: ``--x`` / ``--no-x``; ``Literal``: its values; ``X | None``:
-    ``none`` for None; ``tuple[X, ...]``: the flag repeated. Unset flags stay
-    out of the namespace (a config file's value then stands).
-    """
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        shown = ", ".join(map(str, default)) if isinstance(default, tuple) else default
-        help_text = f.metadata.get("help", "") + (f" (default: {shown})" if shown != "" else "")
-        kw: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text}
-        names = [_flag(f.name), *f.metadata.get("aliases", ())]
-        if hint is bool:
-            parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kw)
-            continue
-        if typing.get_origin(hint) is tuple:
-            kw.update(action="append", metavar=f.metadata.get("metavar", f.name.upper()))
-            hint = str  # one element's text
-        else:
-            literal = [m for m in _members(hint) if typing.get_origin(m) is Literal]
-            if literal:
-                kw["metavar"] = "{" + ",".join(typing.get_args(literal[0])) + "}"
-        parser.add_argument(*names, type=_type_converter(f.name, hint), **kw)
-
-
-# ---------------------------------------------------------------------- config files
-def _load_toml(text: str) -> Any:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10: the backport (grpo-fast[train] depends on it)
-        import tomli as tomllib  # type: ignore[no-redef]
-    return tomllib.loads(text)
-
-
-def config_from_file(path: str, cls: type) -> dict[str, Any]:
-    """The options in a TOML or JSON file, checked against ``cls``'s field types."""
-    p = Path(path)
-    if p.suffix.lower() in (".yaml", ".yml"):
-        raise InvalidInputError(
-            f"config file {path!r}: YAML is not supported; write the options as TOML (.toml) "
-            "or JSON (.json)"
-        )
-    if p.suffix.lower() not in (".toml", ".json"):
-        raise InvalidInputError(f"config file {path!r}: expected a .toml or .json file")
-    if not p.is_file():
-        raise InvalidInputError(f"config file {path!r} does not exist")
-    try:
-        values = (
-            _load_toml(p.read_text()) if p.suffix.lower() == ".toml" else json.loads(p.read_text())
-        )
-    except ValueError as e:
-        raise InvalidInputError(f"config file {path!r} is not valid {p.suffix[1:]}: {e}") from None
-    if not isinstance(values, dict):
-        raise InvalidInputError(f"config file {path!r} must hold a table/object of options")
-    hints = typing.get_type_hints(cls)
-    out = {}
-    for key, value in values.items():
-        name = key.replace("-", "_")
-        if name not in hints:
-            raise InvalidInputError(f"{path}: unknown option {key!r}; known: {sorted(hints)}")
-        try:
-            out[name] = check_value(name, hints[name], value)
-        except InvalidInputError as e:
-            raise InvalidInputError(f"{path}: {e}") from None
-    return out
+__all__ = [
+    "build_parser",
+    "check_value",
+    "config_from_file",
+    "main",
+    "parse_text",
+    "pass_at_k",
+]
 
 
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
-    from grpo_fast.data import TASKS
     from grpo_fast.errors import CheckpointError, TrainingInterrupted
-    from grpo_fast.tracking import read_metrics
-    from grpo_fast.trainer import Trainer, TrainerConfig
+    from grpo_fast.train.data import TASKS
+    from grpo_fast.train.tracking import read_metrics
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
     skip = ("command", "config", "func", "task")
@@ -276,8 +108,8 @@ def _train(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     import grpo_fast
-    from grpo_fast.data import read_rows
-    from grpo_fast.rollout import RunRewards
+    from grpo_fast.run_rewards import RunRewards
+    from grpo_fast.train.data import read_rows
 
     comp_col, ans_col, group_col = args.completion_column, args.answer_column, args.group_column
     rewards = RunRewards.build(args.reward)
@@ -347,8 +179,8 @@ def _answer_key(text: str) -> str:
 
 def _model_default(name: str, model: str) -> Any:
     """A ``TrainerConfig`` field's default for ``model`` (the demo's, or a real run's)."""
-    from grpo_fast.defaults import is_demo_model, resolve
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.config import TrainerConfig
+    from grpo_fast.train.defaults import is_demo_model, resolve
 
     field = TrainerConfig.__dataclass_fields__[name]
     return resolve(field.default, demo=is_demo_model(model))
@@ -356,20 +188,19 @@ def _model_default(name: str, model: str) -> Any:
 
 def _eval(args: argparse.Namespace) -> int:
     import torch
-    import transformers
 
-    from grpo_fast.data import TASKS, read_tasks, render_prompts
-    from grpo_fast.modeling import (
+    from grpo_fast.run_rewards import RunRewards
+    from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.steps import check_steps, verified_pick
+    from grpo_fast.train.data import TASKS, read_tasks, render_prompts
+    from grpo_fast.train.devices import check_device, set_seed
+    from grpo_fast.train.modeling import (
         DTYPES,
         MixedPrecision,
         check_model_name,
         load_model,
         load_tokenizer,
     )
-    from grpo_fast.rollout import RunRewards
-    from grpo_fast.sampling import HFSampler, SamplingParams
-    from grpo_fast.steps import check_steps, verified_pick
-    from grpo_fast.trainer import check_device
 
     task_name = getattr(args, "task", None)
     task = TASKS[task_name or "addition"]
@@ -390,7 +221,7 @@ def _eval(args: argparse.Namespace) -> int:
     rows = read_tasks(
         args.data, "data", prompt_column=args.prompt_column, answer_column=args.answer_column
     )[: args.limit or None]
-    transformers.set_seed(args.seed)
+    set_seed(args.seed)
     tok = load_tokenizer(args.model)
     system_prompt = getattr(args, "system_prompt", None)
     prompts = render_prompts(rows, tok, system_prompt=system_prompt, what="data")
@@ -436,7 +267,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from grpo_fast.modeling import export_model
+    from grpo_fast.train.export import export_model
 
     out = export_model(
         args.checkpoint,
@@ -450,7 +281,7 @@ def _export(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------- the parser
 def _field_default(name: str) -> Any:
-    from grpo_fast.trainer import TrainerConfig
+    from grpo_fast.train.config import TrainerConfig
 
     return TrainerConfig.__dataclass_fields__[name].default
 
@@ -458,24 +289,33 @@ def _field_default(name: str) -> Any:
 def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
     kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
     p = argparse.ArgumentParser(*args, **kwargs)
-    p._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    p._negative_number_matcher = NEGATIVE_NUMBER  # type: ignore[attr-defined]
     return p
 
 
+_REWARD_HELP = (
+    "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, cosine, "
+    "repetition, or a dotted "
+    "import path"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command; nothing it imports needs torch (``--version``,
+    ``score`` and every ``--help`` stay cheap: the commands import what they use)."""
     from grpo_fast import __version__
-    from grpo_fast.advantages import ESTIMATORS, SCALES
-    from grpo_fast.data import TASKS
-    from grpo_fast.modeling import DTYPES
-    from grpo_fast.trainer import TrainerConfig
 
     parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
     parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{train,score,eval,export}")
-    reward_help = (
-        "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, or a dotted "
-        "import path"
-    )
+    for add in (_train_flags, _score_flags, _eval_flags, _export_flags):
+        add(sub)
+    return parser
+
+
+def _train_flags(sub: Any) -> None:
+    from grpo_fast.train.config import TrainerConfig
+    from grpo_fast.train.data import TASKS
 
     # The train flags print their own defaults (they are left unset so a config file can
     # give them).
@@ -487,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         "as a flag or in --config always stands.",
         formatter_class=argparse.HelpFormatter,
     )
-    train._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    train._negative_number_matcher = NEGATIVE_NUMBER
     train.add_argument("--config", help="TOML or JSON file of trainer options (flags override it)")
     train.add_argument(
         "--task",
@@ -499,16 +339,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_dataclass_flags(train, TrainerConfig)
     train.set_defaults(func=_train)
 
+
+def _score_flags(sub: Any) -> None:
+    from grpo_fast.advantages import ESTIMATORS, SCALES
+
     sc = sub.add_parser(
         "score",
         help="rewards and advantages of a JSONL of completions",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    sc._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    sc._negative_number_matcher = NEGATIVE_NUMBER
     sc.add_argument("input", help="JSONL with completion, answer and group columns ('-': stdin)")
     sc.add_argument("--output", "-o", default="-", help="output JSONL ('-': stdout)")
     sc.add_argument(
-        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+        "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
     )
     sc.add_argument("--completion-column", default="completion", help="the completions (strings)")
     sc.add_argument("--answer-column", default="answer", help="the gold answers")
@@ -517,12 +361,17 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--scale", default="group", choices=SCALES, help="advantage std scaling")
     sc.set_defaults(func=_score)
 
+
+def _eval_flags(sub: Any) -> None:
+    from grpo_fast.train.config import DTYPE_NAMES
+    from grpo_fast.train.data import TASKS
+
     ev = sub.add_parser(
         "eval",
         help="pass@k, majority vote, best-of-n and verified best-of-n accuracy",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ev._negative_number_matcher = _NEGATIVE_NUMBER  # type: ignore[attr-defined]
+    ev._negative_number_matcher = NEGATIVE_NUMBER
     ev.add_argument(
         "--task",
         choices=sorted(TASKS),
@@ -550,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="system message put before every prompt that has none (default: none)",
     )
     ev.add_argument(
-        "--reward", action=_Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=reward_help
+        "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
     )
     ev.add_argument("-n", type=int, default=8, help="samples per prompt")
     ev.add_argument("-k", type=int, default=1, help="k of pass@k")
@@ -565,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--dtype",
-        choices=tuple(DTYPES),
+        choices=DTYPE_NAMES,
         default=argparse.SUPPRESS,
         help=f"weights and autocast dtype (default: {_field_default('dtype')})",
     )
@@ -574,6 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=int, default=None, help="rows per generate call")
     ev.add_argument("--seed", type=int, default=0, help="sampling seed")
     ev.set_defaults(func=_eval)
+
+
+def _export_flags(sub: Any) -> None:
+    from grpo_fast.train.config import DTYPE_NAMES
 
     ex = sub.add_parser(
         "export",
@@ -589,12 +442,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument(
         "--dtype",
-        choices=tuple(DTYPES),
+        choices=DTYPE_NAMES,
         default=argparse.SUPPRESS,
         help="dtype of the written weights (default: the base model's)",
     )
     ex.set_defaults(func=_export)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from grpo_fast import _core
 
 __all__ = [
+    "ADVANTAGE_EPS",
     "ANCHORED_RULES",
     "DEFAULT_RULES",
     "ESTIMATORS",
@@ -48,6 +49,10 @@ REWARD_KINDS: tuple[str, ...] = _core.REWARD_KINDS
 
 #: How :func:`grpo_fast.check_steps` splits a completion into steps.
 STEP_SPLITS: tuple[str, ...] = _core.STEP_SPLITS
+
+#: The advantage epsilon: ``(r - mean) / (std + ADVANTAGE_EPS)``, the core's default
+#: (the ``eps`` / ``epsilon`` default of every advantage function).
+ADVANTAGE_EPS: float = _core.ADVANTAGE_EPS
 
 #: Only anchored answers: math-verify's ``try_extract_without_anchor=False``
 #: and TRL's answer rules (``\\boxed{}``, ``The final answer is``,

@@ -1,8 +1,9 @@
 """Reward specs: built once in Python, applied to a whole batch in Rust.
 
 A spec says what to reward (math equivalence, an exact string, a choice
-letter, a regex format, DAPO's soft overlong punishment, or your own Python
-function) and its weight; :func:`combine` compiles several into one
+letter, a regex format, DAPO's soft overlong punishment, the cosine
+length-scaled correctness and the n-gram repetition penalty of Yeo et al.
+2025, or your own Python function) and its weight; :func:`combine` compiles several into one
 :class:`Rewards` whose :meth:`Rewards.score_batch` scores a batch in one call
 across the core's threads, with the GIL released, and returns the weighted
 total plus one column per spec. NaN marks an item a spec cannot score (no
@@ -27,7 +28,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -46,17 +47,22 @@ from grpo_fast.verify import (
 
 __all__ = [
     "ChoiceReward",
+    "CosineReward",
     "ExactMatchReward",
     "FormatReward",
     "MathReward",
     "OverlongReward",
     "PythonReward",
+    "RepetitionReward",
     "RewardScores",
     "RewardSpec",
     "Rewards",
     "combine",
     "overlong_penalty",
+    "call_reward",
     "score_batch",
+    "trl_columns",
+    "unique_names",
 ]
 
 
@@ -120,6 +126,9 @@ class ExactMatchReward(RewardSpec):
     ``extract=True`` compares the extracted answer (parts joined by ``", "``;
     ``rules``, ``max_length``, ``tail_length`` and ``think`` as for
     :func:`grpo_fast.extract_answer`); ``extract=False`` the whole completion.
+    An extracted answer that its own line takes back earns 0, as for
+    :class:`ChoiceReward` (``not Paris``, ``Paris, or maybe London``,
+    ``Paris?``).
 
     Examples
     --------
@@ -147,6 +156,12 @@ class ChoiceReward(RewardSpec):
     """1 when the completion's choice letter (``C``, ``(C)``, ``\\text{(C)}``,
     ``C. text``; case ignored) equals the gold's; NaN for a gold without one.
     The extraction options are :func:`grpo_fast.extract_answer`'s.
+
+    A letter its own line takes back earns 0: a negation or hedge before it
+    (``not C``, ``maybe C``), a question mark or an alternative after it
+    (``C?``, ``C or D``, ``C, or maybe D``, ``B/D``), or another letter listed
+    with it (``A and C``, ``(B) and (D)``, ``C, D``). Prose that only goes on
+    (``(C) 4.2 m``, ``C. Options A and B are wrong.``) does not.
 
     Examples
     --------
@@ -212,6 +227,79 @@ class OverlongReward(RewardSpec):
 
     def _compile(self) -> _core.RewardSpec:
         return _core.RewardSpec.overlong(self.max_length, self.cache_length)
+
+
+@dataclass(frozen=True)
+class CosineReward(RewardSpec):
+    """Correctness scaled by the token length ``L`` on a cosine schedule (Yeo
+    et al. 2025, "Demystifying Long Chain-of-Thought Reasoning", Appendix C.1;
+    open-r1's and TRL's ``get_cosine_scaled_reward``).
+
+    With ``p = min(L / max_length, 1)`` the reward is ``short + (long - short)
+    * (1 - cos(pi * p)) / 2``: a right answer goes from ``max_value_correct``
+    (``L = 0``) down to ``min_value_correct`` (``L >= max_length``), a wrong
+    one from ``min_value_wrong`` up to ``max_value_wrong``, so a short right
+    answer earns most and a short wrong one is punished most. Correctness is
+    :class:`MathReward`'s (same options); NaN when the gold has no usable
+    answer. Needs ``lengths`` (tokens) in :meth:`Rewards.score_batch`.
+    Lengths are clamped at ``max_length`` as TRL does (open-r1 lets the
+    cosine climb back beyond it).
+
+    Examples
+    --------
+    >>> s = combine(CosineReward(100)).score_batch(["4", "5"], golds="4", lengths=[50, 50])
+    >>> s.total.round(3).tolist()
+    [0.75, -0.75]
+    """
+
+    max_length: int
+    min_value_wrong: float = -1.0
+    max_value_wrong: float = -0.5
+    min_value_correct: float = 0.5
+    max_value_correct: float = 1.0
+    rel_tol: float = _VERIFY_DEFAULTS.rel_tol
+    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp
+    rules: Sequence[str] | None = None
+    think: bool = _VERIFY_DEFAULTS.think
+    weight: float = 1.0
+    name: str | None = None
+    kind: ClassVar[str] = "cosine"
+
+    def _compile(self) -> _core.RewardSpec:
+        opts = verify_options(
+            self.rel_tol, self.allow_set_relation_comp, self.rules, None, None, self.think
+        )
+        return _core.RewardSpec.cosine(
+            opts,
+            self.max_length,
+            self.min_value_wrong,
+            self.max_value_wrong,
+            self.min_value_correct,
+            self.max_value_correct,
+        )
+
+
+@dataclass(frozen=True)
+class RepetitionReward(RewardSpec):
+    """The n-gram repetition penalty (Yeo et al. 2025, Appendix C.2; open-r1's
+    ``get_repetition_penalty_reward``): ``max_penalty * (1 - unique / total)``
+    over the n-grams of the completion's lower-cased whitespace-separated
+    words; 0 for fewer than ``ngram_size`` words. ``max_penalty <= 0``.
+
+    Examples
+    --------
+    >>> combine(RepetitionReward(2)).score_batch(["a b c d", "go go go go go"]).total
+    array([ 0.  , -0.75], dtype=float32)
+    """
+
+    ngram_size: int = 3
+    max_penalty: float = -1.0
+    weight: float = 1.0
+    name: str | None = None
+    kind: ClassVar[str] = "repetition"
+
+    def _compile(self) -> _core.RewardSpec:
+        return _core.RewardSpec.repetition(self.ngram_size, self.max_penalty)
 
 
 @dataclass(frozen=True)
@@ -283,7 +371,6 @@ class Rewards:
         specs = list(specs)
         if not specs:
             raise InvalidInputError("combine needs at least one reward spec")
-        names: list[str] = []
         for i, spec in enumerate(specs):
             if not isinstance(spec, RewardSpec):
                 raise InvalidInputError(
@@ -293,14 +380,8 @@ class Rewards:
             w = spec.weight
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
                 raise InvalidInputError(f"specs[{i}].weight must be a finite number, not {w!r}")
-            base = spec.name or spec.kind
-            name, k = base, 1
-            while name in names:
-                k += 1
-                name = f"{base}_{k}"
-            names.append(name)
         self.specs: tuple[RewardSpec, ...] = tuple(specs)
-        self.names: tuple[str, ...] = tuple(names)
+        self.names: tuple[str, ...] = unique_names(s.name or s.kind for s in specs)
         compiled = [s._compile() for s in specs]
         self._rust = [i for i, c in enumerate(compiled) if c is not None]
         self._set = _core.RewardSet(
@@ -370,15 +451,69 @@ def _call_python(
     golds: list[str | None],
     lengths: npt.NDArray[np.int64] | None,
 ) -> npt.NDArray[np.float32]:
-    out = list(spec.fn(texts, golds, lengths))
-    if len(out) != len(texts):
-        raise InvalidInputError(
-            f"reward {name!r} returned {len(out)} values for {len(texts)} completions"
-        )
+    return call_reward(spec.fn, f"reward {name!r}", len(texts), texts, golds, lengths)
+
+
+def call_reward(
+    fn: Callable[..., Any],
+    what: str,
+    n: int,
+    *args: Any,
+    per: tuple[str, str] = ("values", "completions"),
+    **kwargs: Any,
+) -> npt.NDArray[np.float32]:
+    """The one call of a reward function written in Python, and the checks of what it
+    returns: ``fn(*args, **kwargs)`` gives ``n`` numbers (None: unscorable, NaN), float32.
+
+    Every Python reward goes through here: :class:`PythonReward`, TRL-style
+    functions (:class:`grpo_fast.run_rewards.RunRewards`) and step scorers
+    (:class:`grpo_fast.steps.ProcessReward`). ``what`` names it in errors, ``per``
+    what it returned and what for ("values" for "completions").
+
+    Examples
+    --------
+    >>> call_reward(lambda c: [1, None], "reward 'f'", 2, ["a", "b"])
+    array([ 1., nan], dtype=float32)
+    """
+    out = list(fn(*args, **kwargs))
+    if len(out) != n:
+        raise InvalidInputError(f"{what} returned {len(out)} {per[0]} for {n} {per[1]}")
     try:
         return np.array([np.nan if v is None else float(v) for v in out], dtype=np.float32)
     except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"reward {name!r} returned a non-number: {e}") from None
+        raise InvalidInputError(f"{what} returned a non-number: {e}") from None
+
+
+def trl_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The keyword arguments TRL's ``GRPOTrainer`` gives a reward function besides the
+    completions: every dataset column but ``prompt``, and ``prompts``.
+
+    Examples
+    --------
+    >>> trl_columns([{"prompt": "1+1=", "answer": "2"}])
+    {'answer': ['2'], 'prompts': ['1+1=']}
+    """
+    columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"} if rows else {}
+    columns["prompts"] = [r.get("prompt") for r in rows]
+    return columns
+
+
+def unique_names(bases: Iterable[str]) -> tuple[str, ...]:
+    """Column names, in order: a repeated name gets ``_2``, ``_3``, ...
+
+    Examples
+    --------
+    >>> unique_names(["math", "format", "math"])
+    ('math', 'format', 'math_2')
+    """
+    names: list[str] = []
+    for base in bases:
+        name, k = base, 1
+        while name in names:
+            k += 1
+            name = f"{base}_{k}"
+        names.append(name)
+    return tuple(names)
 
 
 def combine(*specs: RewardSpec | Sequence[RewardSpec]) -> Rewards:

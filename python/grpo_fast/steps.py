@@ -38,6 +38,7 @@ import numpy.typing as npt
 from grpo_fast import _core
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.names import STEP_SPLITS
+from grpo_fast.rewards import call_reward, trl_columns
 from grpo_fast.verify import as_list
 
 __all__ = [
@@ -260,7 +261,7 @@ def token_char_ends(completion_ids: Sequence[int], tokenizer: Any) -> npt.NDArra
     Examples
     --------
     >>> from transformers import AutoTokenizer
-    >>> from grpo_fast.data import DATA_DIR
+    >>> from grpo_fast.train.data import DATA_DIR
     >>> tok = AutoTokenizer.from_pretrained(DATA_DIR / "tiny_adder")  # one token per character
     >>> token_char_ends(tok("12+34").input_ids + [tok.eos_token_id], tok).tolist()
     [1, 2, 3, 4, 5, 5]
@@ -296,7 +297,7 @@ def token_ends(
     Examples
     --------
     >>> from transformers import AutoTokenizer
-    >>> from grpo_fast.data import DATA_DIR
+    >>> from grpo_fast.train.data import DATA_DIR
     >>> tok = AutoTokenizer.from_pretrained(DATA_DIR / "tiny_chain")  # one token per character
     >>> text = "37+45=82, 82+19=101"
     >>> s = check_steps([text], "regex", pattern=r",\\s*")
@@ -408,20 +409,16 @@ class ProcessReward:
         fn = self._scorer()
         if fn is None:
             return steps, steps.rewards(self.correct, self.wrong, self.unchecked)
-        columns: dict[str, list[Any]] = {}
-        if rows:  # as the trainer calls TRL-style rewards: prompts, then the other columns
-            columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "prompt"}
-            columns["prompts"] = [r.get("prompt") for r in rows]
-        out = list(fn(list(completions), steps=steps, **columns))
-        if len(out) != len(steps.labels):
-            raise InvalidInputError(
-                f"process reward {self.scorer!r} returned {len(out)} scores for "
-                f"{len(steps.labels)} steps"
-            )
-        try:
-            scores = np.array([np.nan if v is None else float(v) for v in out], np.float32)
-        except (TypeError, ValueError) as e:
-            raise InvalidInputError(f"process reward returned a non-number: {e}") from None
+        columns = trl_columns(rows) if rows else {}  # as the trainer calls TRL-style rewards
+        scores = call_reward(
+            fn,
+            f"process reward {self.scorer!r}",
+            len(steps.labels),
+            list(completions),
+            steps=steps,
+            per=("scores", "steps"),
+            **columns,
+        )
         return steps, scores
 
     def token_advantages(
@@ -442,7 +439,7 @@ class ProcessReward:
         ``scale`` normalises the step rewards as
         :func:`grpo_fast.compute_process_advantages` does.
 
-        ``dist`` (a :class:`grpo_fast.distributed.Distributed`, torchrun's
+        ``dist`` (a :class:`grpo_fast.train.distributed.Distributed`, torchrun's
         process group) makes the call collective: each rank passes its own
         completions, with group ids that are unique across ranks; the steps of
         every rank are gathered, the advantages computed over the whole step

@@ -28,6 +28,15 @@ the same keys either way, as OpenRLHF merges them across samples into numeric
 tensors (a string there would break its experience batching; the reason
 itself is in the warning).
 
+Only the response is scored: the query without its prompt (the first
+occurrence of the prompt in the query, so that a copy of the prompt in the
+response stays in what is scored; whitespace changed by the tokenizer's round
+trip is tolerated). A query in which the prompt is not found at all is *not*
+scored whole (the prompt's own example answers would be paid): that sample
+fails visibly, by the same path as an error, with reward 0, score 0,
+``extra_logs["prompt_not_found"]`` and ``extra_logs["reward_error"]`` at 1.0,
+and a warning; the other samples of the call are scored as usual.
+
 For other reward specs, write a two-line module of your own::
 
     from grpo_fast import rewards
@@ -57,17 +66,42 @@ __all__ = ["RewardFunc", "make_reward_func", "responses_of", "reward_func"]
 _log = logging.getLogger(__name__)
 
 
-def responses_of(queries: Sequence[str], prompts: Sequence[str]) -> list[str]:
-    """The response part of each query: the query without its prompt.
+def _without_spaces(text: str) -> tuple[str, list[int]]:
+    """The text without whitespace, and where each kept character was."""
+    kept = [(i, c) for i, c in enumerate(text) if not c.isspace()]
+    return "".join(c for _, c in kept), [i for i, _ in kept]
+
+
+def _response_start(query: str, prompt: str) -> int | None:
+    """Where the response starts in ``query``: after the first occurrence of
+    ``prompt``, exact or up to whitespace; None when it is not there."""
+    if query.startswith(prompt):
+        return len(prompt)
+    if not prompt.strip():
+        return None
+    at = query.find(prompt)
+    if at >= 0:
+        return at + len(prompt)
+    q, where = _without_spaces(query)
+    p, _ = _without_spaces(prompt)
+    at = q.find(p)
+    if at < 0:
+        return None
+    return where[at + len(p) - 1] + 1
+
+
+def responses_of(queries: Sequence[str], prompts: Sequence[str]) -> list[str | None]:
+    """The response part of each query: the query without its prompt, or None
+    where the prompt is not in the query.
 
     A query that does not start with its prompt (a tokenizer round trip can
-    change spacing) is cut after the prompt's last occurrence, and scored
-    whole when the prompt is not found.
+    add a BOS token or change spacing) is cut after the prompt's first
+    occurrence, found exactly or, failing that, up to whitespace.
 
     Examples
     --------
-    >>> responses_of(["Q: 1+1? A: 2"], ["Q: 1+1?"])
-    [' A: 2']
+    >>> responses_of(["Q: 1+1? A: 2", "<s>Q:  1+1?\\nA: 2", "A: 2"], ["Q: 1+1?"] * 3)
+    [' A: 2', '\\nA: 2', None]
     """
     if isinstance(queries, str) or isinstance(prompts, str):
         raise InvalidInputError("queries and prompts must be lists of str, not one str")
@@ -77,18 +111,15 @@ def responses_of(queries: Sequence[str], prompts: Sequence[str]) -> list[str]:
         raise InvalidInputError(
             f"queries has {len(queries)} entries but prompts has {len(prompts)}"
         )
-    out = []
+    out: list[str | None] = []
     for i, (q, p) in enumerate(zip(queries, prompts, strict=True)):
         if not isinstance(q, str) or not isinstance(p, str):
             raise InvalidInputError(
                 f"queries[{i}] and prompts[{i}] must be str, not "
                 f"{type(q).__name__} and {type(p).__name__}"
             )
-        if q.startswith(p):
-            out.append(q[len(p) :])
-        else:
-            at = q.rfind(p) if p else -1
-            out.append(q[at + len(p) :] if at >= 0 else q)
+        start = _response_start(q, p)
+        out.append(None if start is None else q[start:])
     return out
 
 
@@ -99,16 +130,17 @@ class RewardFunc:
     label without a usable answer) at 0.0 rather than NaN, which would spread
     into the advantages; ``scores`` is the column ``success_column`` (default:
     the first spec's) clipped to [0, 1]; ``extra_logs`` holds every column,
-    ``unscorable`` (1.0 where no spec could score the item) and
-    ``reward_error``. Picklable: the specs travel, the compiled form is
-    rebuilt on first use.
+    ``unscorable`` (1.0 where no spec could score the item),
+    ``prompt_not_found`` (1.0 where the prompt is not in the query: reward 0,
+    see the module docstring) and ``reward_error``. Picklable: the specs
+    travel, the compiled form is rebuilt on first use.
 
     Examples
     --------
     >>> q = ["Q: 6*7? A: \\\\boxed{42}", "Q: 6*7? A: 41"]
     >>> out = reward_func(q, ["Q: 6*7?"] * 2, ["42", "42"])
     >>> out["rewards"].tolist(), out["scores"].tolist(), sorted(out["extra_logs"])
-    ([1.0, 0.0], [1.0, 0.0], ['math', 'reward_error', 'unscorable'])
+    ([1.0, 0.0], [1.0, 0.0], ['math', 'prompt_not_found', 'reward_error', 'unscorable'])
     """
 
     def __init__(self, specs: Sequence[_rewards.RewardSpec], success_column: str | None = None):
@@ -154,18 +186,33 @@ class RewardFunc:
             raise InvalidInputError(
                 f"labels has {len(golds)} entries but there are {len(responses)} queries"
             )
-        scored = self.compiled.score_batch(responses, golds)
+        missing = np.array([r is None for r in responses], dtype=bool)
+        if missing.any():
+            first = prompts[int(np.argmax(missing))]
+            _log.warning(
+                "grpo_fast reward_func: the prompt is not in the query for %d of %d "
+                "sample(s), rewarding them 0 instead of scoring the whole query (first "
+                "prompt: %r)",
+                int(missing.sum()),
+                len(responses),
+                first[:80],
+            )
+        texts = ["" if r is None else r for r in responses]
+        scored = self.compiled.score_batch(texts, golds)
         total = scored.total
-        unscorable = np.isnan(total)
-        rewards = torch.from_numpy(np.where(unscorable, 0.0, total).astype(np.float32))
-        col = scored.columns[self.success_column]
-        scores = torch.from_numpy(np.clip(np.nan_to_num(col, nan=0.0), 0.0, 1.0).astype(np.float32))
+        unscorable = np.isnan(total) & ~missing
+        rewards = torch.from_numpy(np.where(unscorable | missing, 0.0, total).astype(np.float32))
+        col = np.where(missing, 0.0, np.nan_to_num(scored.columns[self.success_column], nan=0.0))
+        scores = torch.from_numpy(np.clip(col, 0.0, 1.0).astype(np.float32))
         extra = {
-            name: torch.from_numpy(np.nan_to_num(c, nan=0.0).astype(np.float32))
+            name: torch.from_numpy(
+                np.where(missing, 0.0, np.nan_to_num(c, nan=0.0)).astype(np.float32)
+            )
             for name, c in scored.columns.items()
         }
         extra["unscorable"] = torch.from_numpy(unscorable.astype(np.float32))
-        extra["reward_error"] = torch.zeros(len(responses), dtype=torch.float32)
+        extra["prompt_not_found"] = torch.from_numpy(missing.astype(np.float32))
+        extra["reward_error"] = torch.from_numpy(missing.astype(np.float32))
         return {"rewards": rewards, "scores": scores, "extra_logs": extra}
 
     def _failed(self, n: int) -> dict[str, Any]:
@@ -174,6 +221,7 @@ class RewardFunc:
         zeros = torch.zeros(n, dtype=torch.float32)
         extra = {name: zeros.clone() for name in self.compiled.names}
         extra["unscorable"] = zeros.clone()
+        extra["prompt_not_found"] = zeros.clone()
         extra["reward_error"] = torch.ones(n, dtype=torch.float32)
         return {"rewards": zeros.clone(), "scores": zeros.clone(), "extra_logs": extra}
 

@@ -9,6 +9,8 @@ Backends behind one :class:`Sampler` protocol, one module each, named in
   gets the trainer's weights pushed after each optimizer step. vLLM is the
   optional extra ``grpo-fast[vllm]`` and is imported only when this class is
   built.
+- ``"vllm-server"``: :class:`VLLMServerSampler` asks a vLLM OpenAI-compatible
+  server over HTTP (the user's, or one it starts) and pushes the weights to it.
 """
 
 from __future__ import annotations
@@ -22,9 +24,14 @@ from grpo_fast.sampling.base import (
 )
 from grpo_fast.sampling.hf import HFSampler
 from grpo_fast.sampling.vllm import VLLMSampler
+from grpo_fast.sampling.vllm_server import VLLMServerSampler
 
 # --sampler NAME -> the class that samples with it.
-BACKENDS: dict[str, type] = {"hf": HFSampler, "vllm": VLLMSampler}
+BACKENDS: dict[str, type] = {
+    "hf": HFSampler,
+    "vllm": VLLMSampler,
+    "vllm-server": VLLMServerSampler,
+}
 
 __all__ = [
     "BACKENDS",
@@ -33,6 +40,7 @@ __all__ = [
     "Sampler",
     "SamplingParams",
     "VLLMSampler",
+    "VLLMServerSampler",
     "check_prompts",
     "truncated",
 ]

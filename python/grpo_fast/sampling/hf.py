@@ -7,8 +7,8 @@ from typing import Any
 import torch
 
 from grpo_fast.errors import InvalidInputError
-from grpo_fast.modeling import decoder_of, prefill_groups
 from grpo_fast.sampling.base import Completions, SamplingParams, check_prompts
+from grpo_fast.train.modeling import decoder_of, prefill_groups
 
 __all__ = ["HFSampler"]
 
@@ -51,7 +51,7 @@ class HFSampler:
 
     def _shared_prompt_cache(self, n: int, enc: dict[str, Any]) -> dict[str, Any]:
         """Prefill each prompt once and repeat its key/value cache for its ``n`` samples
-        (:func:`~grpo_fast.modeling.prefill_groups`).
+        (:func:`~grpo_fast.train.modeling.prefill_groups`).
 
         ``generate`` then only runs the last prompt token and the new ones;
         the samples (and the random stream) are the same as without it.

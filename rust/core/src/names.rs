@@ -60,7 +60,15 @@ mod tests {
         );
         assert_eq!(
             RewardKind::VARIANTS,
-            ["math", "exact", "choice", "format", "overlong"]
+            [
+                "math",
+                "exact",
+                "choice",
+                "format",
+                "overlong",
+                "cosine",
+                "repetition"
+            ]
         );
         assert_eq!(
             SplitKind::VARIANTS,

@@ -2,19 +2,26 @@
 //!
 //! A [`RewardSet`] is a list of weighted [`Spec`]s (math equivalence, exact
 //! string, multiple choice, a regex format check, DAPO's soft overlong
-//! punishment). [`RewardSet::score`] fills one column per spec and their
-//! weighted sum. NaN marks an item a spec cannot score (no gold, a gold with
-//! no choice letter); a NaN in a weighted column makes the total NaN, so that
-//! the item is left out of group statistics rather than scored as a failure.
+//! punishment, the cosine length-scaled correctness and the n-gram repetition
+//! penalty of Yeo et al. 2025). [`RewardSet::score`] fills one column per spec
+//! and their weighted sum. NaN marks an item a spec cannot score (no gold, a
+//! gold with no choice letter); a NaN in a weighted column makes the total
+//! NaN, so that the item is left out of group statistics rather than scored
+//! as a failure.
+
+mod shaping;
+mod statement;
 
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder};
 use strum::{EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::{CoreError, Result};
-use crate::extract::{extract_answer, ExtractOptions};
+use crate::extract::{extract_answer, ExtractOptions, Extracted};
 use crate::parallel;
 use crate::verify::{verify_match, VerifyOptions};
+
+pub use shaping::{cosine_scaled, repetition_penalty, Cosine};
 
 /// Below this many items a batch is scored on the calling thread. Verifying
 /// one item costs microseconds, so the pool pays off far sooner than for the
@@ -34,6 +41,8 @@ pub enum RewardKind {
     Choice,
     Format,
     Overlong,
+    Cosine,
+    Repetition,
 }
 
 /// One reward.
@@ -55,6 +64,14 @@ pub enum Spec {
     /// 0 if `L <= max_len - cache_len`, `((max_len - cache_len) - L) / cache_len`
     /// if `L <= max_len`, -1 beyond.
     Overlong { max_len: u32, cache_len: u32 },
+    /// Correctness (as [`Spec::Math`]) scaled by the token length on a cosine
+    /// schedule (Yeo et al. 2025, "Demystifying Long Chain-of-Thought
+    /// Reasoning", Appendix C.1); see [`cosine_scaled`].
+    Cosine(Box<Cosine>),
+    /// The n-gram repetition penalty of the same paper (Appendix C.2), over
+    /// the completion's lower-cased whitespace-separated words; see
+    /// [`repetition_penalty`].
+    Repetition { ngram: usize, max_penalty: f32 },
 }
 
 impl Spec {
@@ -80,6 +97,16 @@ impl Spec {
         Ok(Spec::Overlong { max_len, cache_len })
     }
 
+    /// A repetition spec, checking `ngram >= 1` and a finite `max_penalty <= 0`.
+    pub fn repetition(ngram: usize, max_penalty: f32) -> Result<Spec> {
+        if ngram == 0 || !max_penalty.is_finite() || max_penalty > 0.0 {
+            return Err(CoreError::InvalidParameter(format!(
+                "repetition needs ngram_size >= 1 and a finite max_penalty <= 0; got ngram_size={ngram}, max_penalty={max_penalty}"
+            )));
+        }
+        Ok(Spec::Repetition { ngram, max_penalty })
+    }
+
     pub fn kind(&self) -> RewardKind {
         match self {
             Spec::Math(_) => RewardKind::Math,
@@ -87,7 +114,14 @@ impl Spec {
             Spec::Choice(_) => RewardKind::Choice,
             Spec::Format(_) => RewardKind::Format,
             Spec::Overlong { .. } => RewardKind::Overlong,
+            Spec::Cosine(_) => RewardKind::Cosine,
+            Spec::Repetition { .. } => RewardKind::Repetition,
         }
+    }
+
+    /// Whether scoring needs the completions' token lengths.
+    pub fn needs_lengths(&self) -> bool {
+        matches!(self, Spec::Overlong { .. } | Spec::Cosine(_))
     }
 
     /// How many bytes of a completion the spec reads at most (`usize::MAX`:
@@ -95,18 +129,24 @@ impl Spec {
     pub fn read_limit(&self) -> usize {
         match self {
             Spec::Math(opts) => opts.extract.max_len,
+            Spec::Cosine(c) => c.verify.extract.max_len,
             Spec::Exact {
                 extract: Some(opts),
                 ..
             }
             | Spec::Choice(opts) => opts.max_len,
-            Spec::Exact { extract: None, .. } | Spec::Format(_) => usize::MAX,
+            Spec::Exact { extract: None, .. } | Spec::Format(_) | Spec::Repetition { .. } => {
+                usize::MAX
+            }
             Spec::Overlong { .. } => 0,
         }
     }
 
     fn needs_gold(&self) -> bool {
-        matches!(self, Spec::Math(_) | Spec::Exact { .. } | Spec::Choice(_))
+        matches!(
+            self,
+            Spec::Math(_) | Spec::Exact { .. } | Spec::Choice(_) | Spec::Cosine(_)
+        )
     }
 
     /// The reward of one item (NaN when unscorable).
@@ -130,8 +170,8 @@ impl Spec {
             } => {
                 let pred = match extract {
                     Some(opts) => match extract_answer(completion, opts) {
-                        Some(e) => e.parts.join(", "),
-                        None => return 0.0,
+                        Some(e) if !answer_hedged(completion, &e) => e.parts.join(", "),
+                        _ => return 0.0,
                     },
                     None => completion.trim().to_owned(),
                 };
@@ -148,8 +188,8 @@ impl Spec {
                     return f32::NAN;
                 };
                 let got = extract_answer(completion, opts)
-                    // A hedge (`(A) or (C)`, `not B`) names no letter.
-                    .filter(|e| e.parts.len() == 1 && e.hedge.is_none())
+                    // A hedge (`(A) or (C)`, `not B`, `A and C`) names no letter.
+                    .filter(|e| e.parts.len() == 1 && !answer_hedged(completion, e))
                     .and_then(|e| choice_letter(e.parts[0]));
                 f32::from(u8::from(got == Some(want)))
             }
@@ -158,8 +198,36 @@ impl Spec {
                 Some(l) => overlong_penalty(l, *max_len, *cache_len),
                 None => f32::NAN,
             },
+            Spec::Cosine(c) => match (verify_match(gold, completion, &c.verify), length) {
+                (Some(correct), Some(l)) => c.score(correct, l),
+                _ => f32::NAN,
+            },
+            Spec::Repetition { ngram, max_penalty } => {
+                repetition_penalty(completion, *ngram, *max_penalty)
+            }
         }
     }
+}
+
+/// Whether an extracted answer is taken back by its own words (the
+/// extraction's hedge) or by the words around it on its line (`A and C` cut
+/// to `C`, `C or D`, `maybe C`, `C?`; see `statement`).
+fn answer_hedged(completion: &str, e: &Extracted<'_>) -> bool {
+    if e.hedge.is_some() {
+        return true;
+    }
+    e.parts.iter().any(|part| {
+        let Some(at) = statement::offset_in(completion, part) else {
+            return false;
+        };
+        match choice_letter_at(part) {
+            Some((letter, k)) => {
+                let start = at + k;
+                statement::hedged(completion, start, start + 1, Some(letter as u8))
+            }
+            None => statement::hedged(completion, at, at + part.len(), None),
+        }
+    })
 }
 
 /// DAPO soft overlong punishment; see [`Spec::Overlong`].
@@ -179,6 +247,11 @@ pub fn overlong_penalty(length: u32, max_len: u32, cache_len: u32) -> f32 {
 /// `$C$`, `**C**`, `(C) 42` (a letter followed by its option text). Case is
 /// ignored; anything else (`CD`, `42`) has no letter.
 pub fn choice_letter(answer: &str) -> Option<char> {
+    choice_letter_at(answer).map(|(c, _)| c)
+}
+
+/// [`choice_letter`] and the byte offset of the letter in `answer`.
+fn choice_letter_at(answer: &str) -> Option<(char, usize)> {
     let mut s = answer.trim();
     loop {
         let before = s.len();
@@ -205,7 +278,9 @@ pub fn choice_letter(answer: &str) -> Option<char> {
     let ends = rest.is_empty()
         || rest.starts_with([')', '.', ':'])
         || rest.starts_with(char::is_whitespace);
-    ends.then(|| letter.to_ascii_uppercase())
+    // `s` is a slice of `answer`: the letter's offset is where `s` starts.
+    let at = s.as_ptr() as usize - answer.as_ptr() as usize;
+    ends.then(|| (letter.to_ascii_uppercase(), at))
 }
 
 /// The gold of each item: one for all, or one per item (`None`: no gold).
@@ -252,15 +327,11 @@ impl RewardSet {
         }
         if let Some(ls) = lengths {
             check_len("lengths", ls.len(), n)?;
-        } else if self
-            .specs
-            .iter()
-            .any(|(s, _)| matches!(s, Spec::Overlong { .. }))
-        {
-            return Err(CoreError::InvalidParameter(
-                "the overlong reward needs the token lengths of the completions (lengths=...)"
-                    .into(),
-            ));
+        } else if let Some((s, _)) = self.specs.iter().find(|(s, _)| s.needs_lengths()) {
+            let kind: &str = s.kind().into();
+            return Err(CoreError::InvalidParameter(format!(
+                "the {kind} reward needs the token lengths of the completions (lengths=...)"
+            )));
         }
         for (i, (_, w)) in self.specs.iter().enumerate() {
             if !w.is_finite() {
@@ -441,6 +512,81 @@ mod tests {
         assert_eq!(s.columns[0][2], 0.0);
         assert_eq!(s.total[..2], [3.5, 3.0]);
         assert!(s.total[2].is_nan());
+    }
+
+    #[test]
+    fn choice_and_exact_pay_no_hedged_letter() {
+        let set = RewardSet {
+            specs: vec![
+                (Spec::Choice(ExtractOptions::default()), 1.0),
+                (
+                    Spec::Exact {
+                        extract: Some(ExtractOptions::default()),
+                        case_sensitive: false,
+                    },
+                    1.0,
+                ),
+            ],
+        };
+        let unpaid = [
+            "The answer is not C",
+            "The answer is C or D",
+            "The answer is A and C",
+            "The answer is (B) and (C)",
+            "The answer is B/C",
+            "The answer is C, or maybe D",
+            "Answer: C & D",
+            "Answer: maybe C",
+            "Answer: C?",
+            "Answer: C. Or maybe D.",
+            "\\boxed{C} or D",
+            "A and C",
+        ];
+        for text in unpaid {
+            let s = set
+                .score(&[text], Golds::One(Some("C")), None)
+                .expect("scored");
+            assert_eq!(s.total, vec![0.0], "{text}");
+        }
+        let paid = [
+            "The answer is C",
+            "Answer: (C) 4.2 m",
+            "The answer is C. Options A and B are wrong.",
+            "<answer>C</answer>",
+            "\\boxed{c}",
+        ];
+        for text in paid {
+            let s = set
+                .score(&[text], Golds::One(Some("C")), None)
+                .expect("scored");
+            assert_eq!(s.columns[0], vec![1.0], "{text}");
+        }
+    }
+
+    #[test]
+    fn cosine_and_repetition_specs() {
+        let cosine =
+            Cosine::new(VerifyOptions::default(), 100, [-1.0, -0.5, 0.5, 1.0]).expect("valid");
+        let set = RewardSet {
+            specs: vec![
+                (Spec::Cosine(Box::new(cosine)), 1.0),
+                (Spec::repetition(2, -1.0).expect("valid"), 0.5),
+            ],
+        };
+        let golds = [Some("3"), Some("3"), Some("")];
+        let s = set
+            .score(
+                &["\\boxed{3}", "\\boxed{4} a a a a a", "\\boxed{3}"],
+                Golds::Each(&golds),
+                Some(&[0, 100, 10]),
+            )
+            .expect("scored");
+        assert_eq!(s.columns[0][..2], [1.0, -0.5]);
+        assert!(s.columns[0][2].is_nan(), "an unusable gold is unscorable");
+        assert_eq!(s.columns[1], vec![0.0, -0.6, 0.0]);
+        assert!(set.score(&["a"], Golds::One(Some("3")), None).is_err());
+        assert!(Spec::repetition(0, -1.0).is_err());
+        assert!(Spec::repetition(2, 0.5).is_err());
     }
 
     #[test]

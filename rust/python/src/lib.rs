@@ -40,7 +40,7 @@ mod _core {
 /// The name tables of the core, as tuples of str (`grpo_fast.names`
 /// re-exports them; nothing in Python keeps its own copy).
 mod names {
-    use grpo_fast_core::advantage::{Estimator, Scale};
+    use grpo_fast_core::advantage::{Estimator, Params, Scale};
     use grpo_fast_core::extract::{Rule, DEFAULT_RULES};
     use grpo_fast_core::reward::RewardKind;
     use grpo_fast_core::steps::{SplitKind, CORRECT, UNCHECKED, WRONG};
@@ -61,6 +61,8 @@ mod names {
         ] {
             m.add(name, PyTuple::new(py, names)?)?;
         }
+        // The advantage epsilon (std + eps), the core's default: every Python signature reads it.
+        m.add("ADVANTAGE_EPS", Params::default().eps)?;
         m.add("STEP_CORRECT", CORRECT)?;
         m.add("STEP_WRONG", WRONG)?;
         m.add("STEP_UNCHECKED", UNCHECKED)?;

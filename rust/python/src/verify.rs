@@ -5,16 +5,16 @@
 //! non-match, never an exception of a batch call.
 
 use grpo_fast_core::extract::{self, Extracted};
-use grpo_fast_core::reward::{self, Golds, RewardSet, Scores, Spec};
+use grpo_fast_core::reward::{self, Cosine, Golds, RewardSet, Scores, Spec};
 use grpo_fast_core::verify::{self as core_verify, Text, Verdict, VerifyOptions};
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBool, PyString};
 
 use crate::errors::{invalid, run, to_pyerr};
 use crate::options::{count, PyExtractOptions, PyVerifyOptions};
-use crate::text::{self, type_name, Held};
+use crate::text::{self, shown, type_name, Held};
 
 fn extracted(e: Option<Extracted<'_>>) -> Option<(Vec<String>, &'static str)> {
     e.map(|e| {
@@ -214,6 +214,43 @@ impl PyRewardSpec {
         Ok(Self { spec })
     }
 
+    /// Correctness (as `math`) scaled by the token length on a cosine schedule.
+    #[staticmethod]
+    fn cosine(
+        options: PyRef<'_, PyVerifyOptions>,
+        max_length: &Bound<'_, PyAny>,
+        min_value_wrong: &Bound<'_, PyAny>,
+        max_value_wrong: &Bound<'_, PyAny>,
+        min_value_correct: &Bound<'_, PyAny>,
+        max_value_correct: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let max_len = count("max_length", max_length, 1, u64::from(u32::MAX))? as u32;
+        let values = [
+            finite("min_value_wrong", min_value_wrong)?,
+            finite("max_value_wrong", max_value_wrong)?,
+            finite("min_value_correct", min_value_correct)?,
+            finite("max_value_correct", max_value_correct)?,
+        ];
+        let cosine = Cosine::new(options.inner.clone(), max_len, values).map_err(to_pyerr)?;
+        Ok(Self {
+            spec: Spec::Cosine(Box::new(cosine)),
+        })
+    }
+
+    /// The n-gram repetition penalty over the completion's words.
+    #[staticmethod]
+    fn repetition(ngram_size: &Bound<'_, PyAny>, max_penalty: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let ngram = count("ngram_size", ngram_size, 1, 1 << 20)? as usize;
+        let max_penalty = finite("max_penalty", max_penalty)?;
+        if max_penalty > 0.0 {
+            return Err(invalid(format!(
+                "max_penalty must be <= 0 (a penalty), not {max_penalty}"
+            )));
+        }
+        let spec = Spec::repetition(ngram, max_penalty).map_err(to_pyerr)?;
+        Ok(Self { spec })
+    }
+
     /// The spec's kind (one of `REWARD_KINDS`).
     #[getter]
     fn kind(&self) -> &'static str {
@@ -223,6 +260,21 @@ impl PyRewardSpec {
     fn __repr__(&self) -> String {
         format!("RewardSpec({})", self.kind())
     }
+}
+
+/// A finite float32 option (a bool is a mistake, not 0 or 1).
+fn finite(name: &str, value: &Bound<'_, PyAny>) -> PyResult<f32> {
+    value
+        .extract::<f64>()
+        .ok()
+        .filter(|x| !value.is_instance_of::<PyBool>() && (*x as f32).is_finite())
+        .map(|x| x as f32)
+        .ok_or_else(|| {
+            invalid(format!(
+                "{name} must be a finite number, not {}",
+                shown(value)
+            ))
+        })
 }
 
 /// Weighted reward specs applied to whole batches; the façade

@@ -1,0 +1,339 @@
+"""The GRPO training loop.
+
+One step, as in the data flow of ``docs/design.md``, each stage one call into the
+module that owns it::
+
+    rollout.collect   prompts (curriculum) -> sampler: G completions each -> rewards
+                      -> advantages (Rust) -> curriculum update: an immutable Batch
+    update.apply      the batch shaped once -> token log-probs -> policy loss (+ KL)
+                      -> optimizer step
+    sampler.update_weights
+
+:meth:`Trainer.step` is that sequence. The trainer holds the run's parts, built
+by :mod:`grpo_fast.train.build` from the :class:`~grpo_fast.train.config.TrainerConfig`;
+the rest here is bookkeeping: evaluation, metrics, the loop, checkpoints
+(:mod:`grpo_fast.train.state`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import signal
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import transformers
+
+from grpo_fast.errors import TrainingInterrupted
+from grpo_fast.run_rewards import RewardLike, RunRewards
+from grpo_fast.sampling import SamplingParams
+from grpo_fast.train import rollout, state, update
+from grpo_fast.train.build import (
+    build_model,
+    build_optimizer,
+    build_prompt_order,
+    build_sampler,
+    build_scheduler,
+    load_rows,
+    sampling_params,
+)
+from grpo_fast.train.checkpoint import find_resume, prepare_output_dir
+from grpo_fast.train.config import (
+    LR_SCHEDULES,
+    SAMPLER_CORRECTIONS,
+    TrainerConfig,
+    build_process_reward,
+    sampler_correction,
+)
+from grpo_fast.train.data import DATA_DIR, render_prompts
+from grpo_fast.train.devices import (
+    check_device,
+    device_type,
+    resolve_device,
+    set_cpu_threads,
+    set_seed,
+)
+from grpo_fast.train.distributed import Distributed, wrap_distributed
+from grpo_fast.train.interrupt import StopRequest
+from grpo_fast.train.modeling import load_tokenizer
+from grpo_fast.train.rollout import Batch, nanmean
+from grpo_fast.train.tracking import NoSignalWatch, read_metrics, say
+
+__all__ = [
+    "DATA_DIR",
+    "LR_SCHEDULES",
+    "SAMPLER_CORRECTIONS",
+    "Trainer",
+    "TrainerConfig",
+    "build_optimizer",
+    "build_process_reward",
+    "build_prompt_order",
+    "build_sampler",
+    "build_scheduler",
+    "check_device",
+    "resolve_device",
+    "sampler_correction",
+    "set_cpu_threads",
+]
+
+
+class Trainer:
+    """GRPO on a causal LM (a local directory or a hub id), rewarded by
+    :mod:`grpo_fast.rewards`.
+
+    Parameters
+    ----------
+    config : TrainerConfig
+    model, tokenizer : optional
+        Already-loaded transformers objects (default: loaded from ``config.model``);
+        a given model is set up as a loaded one is (dtype, checkpointing, LoRA:
+        :func:`~grpo_fast.train.modeling.prepare_model`).
+    sampler : Sampler, optional
+        Default: :func:`build_sampler`.
+    train_rows, eval_rows : list of dict, optional
+        The data itself (``prompt`` and ``answer`` per row, other columns kept),
+        instead of ``config.train_file`` / ``eval_file``.
+    rewards : optional
+        What to reward (default: ``config.reward``): reward specs,
+        ``rewards.combine(...)``, TRL-style functions ``f(completions,
+        **columns)`` (or ``(f, weight)``), names, or a list of them; see
+        :class:`~grpo_fast.run_rewards.RunRewards`. Each is logged as
+        ``reward/<name>``.
+
+    Examples
+    --------
+    >>> from grpo_fast import rewards
+    >>> cfg = TrainerConfig(max_steps=100, output_dir="runs/x")  # doctest: +SKIP
+    >>> history = Trainer(cfg, rewards=[rewards.MathReward()]).train()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        config: TrainerConfig,
+        *,
+        model: Any = None,
+        tokenizer: Any = None,
+        sampler: Any = None,
+        rewards: RewardLike | Sequence[RewardLike] | None = None,
+        train_rows: Sequence[dict[str, Any]] | None = None,
+        eval_rows: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        config.validate()
+        self.dist = Distributed.from_env(device_type(config.device))
+        self.device = resolve_device(config.device, self.dist)
+        self.config = cfg = dataclasses.replace(
+            config, device=str(self.device), sampler_correction=sampler_correction(config)
+        )
+        self.loss_options = cfg.loss_options()
+        self.is_main = self.dist.is_main
+        self.out = Path(cfg.output_dir)
+        # Checked before anything loads: a refused directory or a bad checkpoint costs nothing.
+        prepare_output_dir(self.out, resume=cfg.resume, overwrite=cfg.overwrite)
+        resume = find_resume(self.out, cfg.resume, self.dist)
+        # Every rank draws different samples; prompt order is shared (its own generator).
+        set_seed(cfg.seed + self.dist.rank)
+
+        self.train_rows, self.eval_rows = load_rows(cfg, self.dist.world, train_rows, eval_rows)
+        self.rewards = RunRewards.build(
+            list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
+        )
+        self.process = build_process_reward(cfg)
+        self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
+        # The text the sampler sees: conversations through the tokenizer's chat template.
+        self.train_prompts, self.eval_prompts = (
+            render_prompts(rows, self.tokenizer, system_prompt=cfg.system_prompt, what=what)
+            for rows, what in ((self.train_rows, "train rows"), (self.eval_rows, "eval rows"))
+        )
+        self.model, self.precision, self.ref_model = build_model(cfg, model, self.device)
+        # The policy under DDP / FSDP2 (the optimizer then takes FSDP2's shards).
+        self.policy = wrap_distributed(self.model, cfg.parallel, self.dist)
+        self.reference = None if self.ref_model is None else self.policy.reference(self.ref_model)
+        self.params = sampling_params(cfg)
+        self.sampler = (
+            sampler if sampler is not None else build_sampler(cfg, self.model, self.tokenizer)
+        )
+        self.optimizer = build_optimizer(cfg, self.model)
+        self.scheduler = build_scheduler(cfg, self.optimizer)
+        self.prompts = build_prompt_order(cfg, len(self.train_rows))
+        self.step_count = 0
+        self._in_step = False
+        self.last_batch: Batch | None = None
+        self._saved_step: int | None = None
+        if resume is not None:
+            state.load(self, resume)
+            self._saved_step = self.step_count
+        else:  # a vLLM engine or server may hold other weights (a given model, a running server)
+            self.sampler.update_weights(self.model)
+        self.metrics = state.open_run(self, resume) if self.is_main else None
+        self.dist.barrier()
+
+    # ------------------------------------------------------------------ the step
+    def step(self) -> dict[str, Any]:
+        """One generation batch: sample -> score -> advantages (-> curriculum) -> loss ->
+        optimizer; the sampler then gets the new weights."""
+        t0 = time.perf_counter()
+        batch, stats = rollout.collect(self)
+        t1 = time.perf_counter()
+        losses = update.apply(self, batch)
+        self.sampler.update_weights(self.model)
+        t2 = time.perf_counter()
+        self.step_count += 1
+        self.last_batch = batch
+
+        lengths = [len(c) for c in batch.completions.completion_ids]
+        n_tokens = sum(lengths) + sum(len(p) for p in batch.completions.prompt_ids)
+        return {
+            "step": self.step_count,
+            **stats,
+            **losses,
+            "completion_length": float(np.mean(lengths)) if lengths else 0.0,
+            "lr": self.scheduler.get_last_lr()[0],
+            "tokens_per_s": n_tokens * self.dist.world / max(t2 - t0, 1e-9),
+            "time_step": t2 - t0,
+            "time_loss": t2 - t1,
+        }
+
+    def rollout(self) -> tuple[Batch, dict[str, Any]]:
+        """The first half of a step (:func:`grpo_fast.train.rollout.collect`)."""
+        return rollout.collect(self)
+
+    def update(self, batch: Batch) -> dict[str, Any]:
+        """The second half (:func:`grpo_fast.train.update.apply`)."""
+        return update.apply(self, batch)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self) -> dict[str, float]:
+        """Greedy decoding on the held-out rows (with several processes, every rank
+        decodes its share; all must call this).
+
+        ``eval_accuracy``: the share whose first reward is >= 1 (the default
+        ``math``: correct); ``eval_reward``: the mean total reward. NaN
+        without an eval file.
+        """
+        if not self.eval_rows:
+            return {"eval_accuracy": float("nan")}
+        greedy = SamplingParams(max_new_tokens=self.config.max_new_tokens, temperature=0.0)
+        mine = slice(self.dist.rank, None, self.dist.world)
+        rows, prompts = self.eval_rows[mine], self.eval_prompts[mine]
+        with self.precision.autocast():
+            comp = self.policy.with_full_weights(
+                lambda: self.sampler.sample(prompts, 1, greedy) if prompts else None
+            )
+        first: list[float] = []
+        total: list[float] = []
+        if comp is not None:
+            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            first = scores.columns[self.rewards.names[0]].tolist()
+            total = scores.total.tolist()
+        return {
+            "eval_accuracy": float(np.mean(np.array(self.dist.gather_lists(first)) >= 1.0)),
+            "eval_reward": nanmean(np.array(self.dist.gather_lists(total))),
+        }
+
+    # ------------------------------------------------------------------ the loop
+    def train(self) -> list[dict[str, Any]]:
+        """Run until ``max_steps``; returns the metric records of this process's run.
+
+        SIGINT (Ctrl-C) or SIGTERM, when this runs in the main thread, ends the
+        current step, writes a checkpoint and raises
+        :class:`~grpo_fast.errors.TrainingInterrupted`; a second one stops at once.
+        """
+        with self._running() as stop:
+            return self._train_loop(stop)
+
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[StopRequest]:
+        """Signals caught, transformers' own bars off (shard writing would break through
+        the training bar), trackers started (one that cannot start fails before any
+        work); all undone afterwards."""
+
+        # The step a signal lets finish: the one running, or the one just done (its
+        # evaluation and logging) between steps.
+        def finishing() -> int:
+            return self.step_count + int(self._in_step)
+
+        with StopRequest(finishing, done=lambda: self.step_count, quiet=not self.is_main) as stop:
+            bars = transformers.utils.logging.is_progress_bar_enabled()
+            transformers.utils.logging.disable_progress_bar()
+            try:
+                if self.metrics is not None:
+                    self.metrics.open()
+                yield stop
+            finally:
+                if bars:
+                    transformers.utils.logging.enable_progress_bar()
+                if self.metrics is not None:
+                    self.metrics.close()
+
+    def _train_loop(self, stop: StopRequest) -> list[dict[str, Any]]:
+        from tqdm.auto import tqdm
+
+        cfg = self.config
+        history: list[dict[str, Any]] = []
+        no_signal = NoSignalWatch()
+        if self.step_count == 0:
+            history.append(self._log({"step": 0, **self.evaluate()}))
+        bar = tqdm(
+            total=cfg.max_steps,
+            initial=self.step_count,
+            disable=not (cfg.progress and self.is_main),
+            desc="grpo",
+            dynamic_ncols=True,
+        )
+        while self.step_count < cfg.max_steps:
+            if self.dist.all_min(int(stop.signal is None)) == 0:  # a signal on any rank
+                bar.close()
+                raise self._interrupted(stop.signal)
+            self._in_step = True
+            try:
+                record = self.step()
+            finally:
+                self._in_step = False
+            last = self.step_count == cfg.max_steps
+            if last or (cfg.eval_every and self.step_count % cfg.eval_every == 0):
+                record.update(self.evaluate())
+            history.append(self._log(record))
+            bar.update(1)
+            post = {"reward": f"{record['reward_mean']:.2f}"}
+            if np.isfinite(record.get("eval_accuracy", np.nan)):  # nan: no eval set
+                post["eval"] = f"{record['eval_accuracy']:.3f}"
+            bar.set_postfix(post)
+            warning = no_signal.update(
+                self.last_batch.advantages, reward_mean=record.get("reward_mean")
+            )
+            if warning and self.is_main:
+                say(warning)
+            if last or (cfg.save_every and self.step_count % cfg.save_every == 0):
+                self.save_checkpoint()
+        bar.close()
+        return history
+
+    def _interrupted(self, signum: int | None) -> TrainingInterrupted:
+        """Checkpoint the finished steps (step 0 needs none: ``--resume auto`` then starts
+        over) and say how to go on."""
+        path = None
+        if self.step_count > 0:
+            if self._saved_step != self.step_count:
+                self.save_checkpoint()
+            path = self.out / "checkpoints" / f"step-{self.step_count:07d}"
+        return TrainingInterrupted(self.step_count, signum or signal.SIGINT, path)
+
+    def _log(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.metrics is not None:
+            self.metrics.write(record)
+            if self.config.plot and "eval_accuracy" in record:
+                from grpo_fast.train.plot import plot_curves
+
+                plot_curves(read_metrics(self.metrics.path), self.out / "curves.png")
+        return record
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> Path:
+        """Write ``checkpoints/step-N`` (:func:`grpo_fast.train.state.save`)."""
+        path = state.save(self)
+        self._saved_step = self.step_count
+        return path
