@@ -231,6 +231,21 @@ fn function_as_y(n: &Node) -> Node {
     }
 }
 
+/// `\{1, 3\} \cup \{2, 4\}` as `\{1, 3, 2, 4\}`; `None` unless `n` is a
+/// union of finite sets.
+fn finite_union(n: &Node) -> Option<Node> {
+    match n {
+        Node::Union(v) if v.len() > 1 && v.iter().all(|x| matches!(x, Node::Set(_))) => {
+            let items = v.iter().flat_map(|x| match x {
+                Node::Set(items) => items.clone(),
+                _ => Vec::new(),
+            });
+            Some(Node::Set(items.collect()))
+        }
+        _ => None,
+    }
+}
+
 fn set_like(n: &Node) -> bool {
     matches!(n, Node::Interval(..) | Node::Union(_) | Node::Set(_))
         || matches!(n, Node::Tuple(v) if v.len() == 2)
@@ -263,6 +278,13 @@ impl Cmp<'_> {
             if self.all_same(v)? {
                 return self.equiv(g, &v[0]);
             }
+        }
+        // A union of finite sets is the set of all their elements.
+        if let Some(g) = finite_union(g) {
+            return self.equiv(&g, p);
+        }
+        if let Some(p) = finite_union(p) {
+            return self.equiv(g, &p);
         }
         if let Node::Rel(items, ops) = g {
             return self.rel_gold(items, ops, p);

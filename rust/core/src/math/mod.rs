@@ -289,6 +289,18 @@ fn lower(node: Node) -> Result<Node, Rejection> {
     Ok(match node {
         Node::List(v) => Node::List(lower_items(v)?),
         Node::Set(v) => Node::Set(lower_items(v)?),
+        // A union of finite sets is the set of all their elements
+        // (`\{1, 3\} \cup \{2, 4\}` is `\{1, 2, 3, 4\}`).
+        Node::Union(v) if v.len() > 1 && v.iter().all(|n| matches!(n, Node::Set(_))) => {
+            let items = v
+                .into_iter()
+                .flat_map(|n| match n {
+                    Node::Set(items) => items,
+                    other => vec![other],
+                })
+                .collect();
+            Node::Set(lower_items(items)?)
+        }
         other => {
             let mut alts = expand_pm(approx(fold_matrices(other)));
             if alts.len() == 1 {

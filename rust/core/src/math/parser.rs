@@ -321,7 +321,12 @@ impl<'a> Parser<'a> {
             }
             T::Cmd("cup") => {
                 self.bump();
-                let right = self.expr(5)?;
+                // `{2, 4}` written with bare braces beside `\cup` is a set.
+                let right = if self.peek() == Some(&T::P('{')) {
+                    braced_set(self.group()?)
+                } else {
+                    self.expr(5)?
+                };
                 let mut v = match left {
                     Node::Union(v) => v,
                     other => vec![other],
@@ -474,7 +479,14 @@ impl<'a> Parser<'a> {
             T::P('(') | T::P('[') => self.paren(t == &T::P('[')),
             T::P('{') => {
                 self.pos -= 1;
-                self.group()
+                let n = self.group()?;
+                // `{1, 3} \cup {2, 4}`: a braced list united with another
+                // is a set (math-verify's README reads it so).
+                Ok(if self.peek() == Some(&T::Cmd("cup")) {
+                    braced_set(n)
+                } else {
+                    n
+                })
             }
             T::SetOpen => {
                 if self.eat(&T::SetClose) {
@@ -1062,4 +1074,14 @@ pub(crate) fn prose(s: &str) -> Option<String> {
         lower.iter().any(content)
     };
     is_prose.then(|| lower.join(" "))
+}
+
+/// A braced group operand of `\cup` as the finite set it lists; a group
+/// holding a structure (an interval, a set) is that structure.
+fn braced_set(n: Node) -> Node {
+    match n {
+        Node::List(v) => Node::Set(v),
+        other if other.is_structure() => other,
+        other => Node::Set(vec![other]),
+    }
 }

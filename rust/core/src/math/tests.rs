@@ -54,6 +54,20 @@ fn structures() {
 }
 
 #[test]
+fn unions_of_finite_sets_are_sets() {
+    // math-verify's README example, bare braces beside `\cup` included.
+    assert!(eq("{1,3} \\cup {2,4}", "{1,2,3,4}"));
+    assert!(eq("\\{1,3\\} \\cup \\{2,4\\}", "\\{4,3,2,1\\}"));
+    assert!(eq("\\{1,2,3,4\\}", "\\{1,3\\} \\cup \\{2,4\\}"));
+    assert!(eq("\\{1,3\\} \\cup \\{3,4\\}", "\\{1,3,4\\}"));
+    assert!(!eq("\\{1,2,3\\}", "\\{1,3\\} \\cup \\{2,4\\}"));
+    assert!(!eq("{1,3} \\cup {2,4}", "(1,2,3,4)"));
+    // A union with an interval stays a union.
+    assert!(!eq("\\{1\\} \\cup [2,3]", "\\{1,2,3\\}"));
+    assert!(eq("\\{1\\} \\cup [2,3]", "[2,3] \\cup \\{1\\}"));
+}
+
+#[test]
 fn budgets() {
     let p = ParseOptions::default();
     for s in ["2^{2^{2^{2^{2^{100}}}}}", "10^{10^{10}}", "9999999!"] {
