@@ -37,6 +37,38 @@ pub(crate) struct Memo {
     form: std::cell::OnceCell<Option<exact::Frac>>,
     ball: std::cell::OnceCell<Option<real::Ball>>,
     value: std::cell::OnceCell<R<V>>,
+    /// Verdicts against answers already compared with this gold, under the
+    /// options of the first comparison: the completions of a group often
+    /// end in the same answer.
+    verdicts: std::cell::RefCell<Vec<(Node, bool)>>,
+    verdict_opts: std::cell::OnceCell<CompareOptions>,
+}
+
+/// How many verdicts a gold keeps (a group of completions rarely has more
+/// distinct answers worth remembering).
+const MEMO_VERDICTS: usize = 8;
+
+impl Memo {
+    /// The verdict already reached for `pred` under `opts`.
+    pub(crate) fn verdict(&self, pred: &Node, opts: &CompareOptions) -> Option<bool> {
+        if self.verdict_opts.get() != Some(opts) {
+            return None;
+        }
+        let v = self.verdicts.borrow();
+        v.iter().find(|(n, _)| n == pred).map(|&(_, b)| b)
+    }
+
+    /// Remember the verdict for `pred` (options other than the first
+    /// comparison's are not remembered).
+    pub(crate) fn remember(&self, pred: &Node, opts: &CompareOptions, verdict: bool) {
+        if self.verdict_opts.get_or_init(|| opts.clone()) != opts {
+            return;
+        }
+        let mut v = self.verdicts.borrow_mut();
+        if v.len() < MEMO_VERDICTS {
+            v.push((pred.clone(), verdict));
+        }
+    }
 }
 
 pub(crate) struct Cmp<'a> {

@@ -235,14 +235,17 @@ pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool
             .with_memo(&gold.memo)
             .equiv(&gold.node, p)
     };
-    if cmp(&pred.node)? {
-        return Ok(true);
+    if let Some(v) = gold.memo.verdict(&pred.node, opts) {
+        return Ok(v);
     }
-    // Decimals inside an expression, to the precision they state.
-    match snap::decimals_as_constants(&gold.node, &pred.node, &opts.limits) {
-        Some(p) => cmp(&p),
-        None => Ok(false),
-    }
+    let verdict = cmp(&pred.node)?
+        // Decimals inside an expression, to the precision they state.
+        || match snap::decimals_as_constants(&gold.node, &pred.node, &opts.limits) {
+            Some(p) => cmp(&p)?,
+            None => false,
+        };
+    gold.memo.remember(&pred.node, opts, verdict);
+    Ok(verdict)
 }
 
 /// Whether a claimed equality `a = b` between two constants holds (the step

@@ -54,6 +54,24 @@ fn structures() {
 }
 
 #[test]
+fn a_gold_remembers_verdicts_only_under_the_same_options() {
+    let p = ParseOptions::default();
+    let gold = parse("\\sqrt2", &p).unwrap();
+    let (right, wrong) = (parse("\\sqrt{2}", &p).unwrap(), parse("1.41", &p).unwrap());
+    let strict = CompareOptions::default();
+    let loose = CompareOptions {
+        rel_tol: 0.01,
+        ..CompareOptions::default()
+    };
+    for _ in 0..2 {
+        assert_eq!(compare(&gold, &right, &strict), Ok(true));
+        assert_eq!(compare(&gold, &wrong, &strict), Ok(false));
+        // Another tolerance is decided afresh, not read from the memo.
+        assert_eq!(compare(&gold, &wrong, &loose), Ok(true));
+    }
+}
+
+#[test]
 fn unions_of_finite_sets_are_sets() {
     // math-verify's README example, bare braces beside `\cup` included.
     assert!(eq("{1,3} \\cup {2,4}", "{1,2,3,4}"));
