@@ -8,7 +8,10 @@ start it there. One input is ``gold NUL completion`` (the target's format):
 - every (gold, pred) pair of the conformance suites in ``tests/data/conformance/``;
 - hostile shapes: deep nesting, exponent towers, huge numbers, many markers,
   boxes and reasoning tags, special tokens, long prose, non-ASCII and invalid
-  UTF-8, and completions of just under, at and just over the 256 KiB limit.
+  UTF-8, and completions of just under, at and just over the 256 KiB limit;
+- the hedge reader's shapes: long chains of alternatives, qualifiers and
+  restatements, candidates after a box, headings, blank boxes, oddly
+  written reasoning tags, words as answers.
 
 Deterministic (the same files every run), standard library only::
 
@@ -177,6 +180,48 @@ def text_encodings() -> list[bytes]:
     ]
 
 
+def hedges(rng: random.Random) -> list[bytes]:
+    """The hedge reader's shapes (issue 22): long chains of alternatives,
+    qualifiers and restatements, candidates after a box, headings, blank
+    boxes, reasoning tags written oddly, words as answers."""
+    long_text = prose(rng, 100_000)
+    or_chain = " or ".join(str(k) for k in range(20_000))
+    qualifiers = " ".join(["maybe", "not", "at", "least", "or", "more", "than"] * 5_000)
+    return [
+        pair("3", "The answer is " + or_chain),
+        pair("3", "\\boxed{3}" + " or maybe 4" * 10_000),
+        pair("3", "\\boxed{3}" + " Or 3." * 10_000),
+        pair("3", "the answer is 3 " + qualifiers),
+        pair("3", "three or " * 20_000 + "3"),
+        pair("3", "The answer is 3, " + "i.e. three, " * 5_000),
+        pair("B", "The answer is " + "(B) and " * 10_000 + "(B)"),
+        pair("B", "B/" * 50_000 + "B"),
+        pair("3", "IV or " * 20_000 + "3"),
+        pair("3", "３ or " * 20_000 + "3"),
+        pair("3", "3 … " * 20_000),
+        pair("3", "3 ... " * 20_000),
+        pair("3", "the other root is 5, " * 10_000),
+        pair("3", "So 3 is wrong. " * 10_000 + "It can't be 3."),
+        pair("3", "Perhaps " * 30_000 + "the answer is 3."),
+        pair("3", "my answer is correct. " * 10_000 + "The answer is 3."),
+        pair("3", "answer answer answer\n" * 10_000 + "# Answer\n3"),
+        pair("3", "**Final Answer**:\n" * 10_000 + "3"),
+        pair("3", "\\boxed{\\phantom{" * 5_000 + "}" * 5_000 + "\\boxed{3}"),
+        pair("3", "\\boxed{}" * 30_000 + "\\boxed{3}"),
+        pair("3", "< think >" * 10_000 + "</think>\\boxed{3}"),
+        pair("3", "<THINKING>" * 20_000 + "\\boxed{3}"),
+        pair("3", "1+" * 50_000 + "3"),
+        pair("3", "\\frac{" * 20_000 + "3"),
+        pair("3", long_text + " so it is \\frac{3}{1}"),
+        pair("3", long_text + " it is 3 or"),
+        pair("New York", "New " * 40_000),
+        pair("New York", "\\boxed{" + "New Jersey " * 20_000 + "}"),
+        pair(" ".join(["word"] * 20_000), "\\boxed{word}"),
+        pair("C", "DDDDD " * 20_000 + "C"),
+        pair("42", "Answer: (C) " + "42 " * 30_000),
+    ]
+
+
 def at_the_limit(rng: random.Random) -> list[bytes]:
     out = []
     for size in (LIMIT - 1, LIMIT, LIMIT + 1):
@@ -220,6 +265,7 @@ def seeds() -> list[bytes]:
         + many_markers(rng)
         + structures()
         + text_encodings()
+        + hedges(rng)
         + at_the_limit(rng)
         + exact_constants()
     )

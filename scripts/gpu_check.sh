@@ -17,7 +17,9 @@
 #   4. the vLLM samplers: tests/vllm_samplers (they skip where vLLM is not importable) and
 #      benches/bench_sampler.py --device cuda (HF generate vs vLLM tokens/s on the demo and a
 #      ~0.5B-shape model, push seconds per GB, demo training steps/s and accuracy per sampler;
-#      without vLLM only the HF rows).
+#      without vLLM only the HF rows),
+#   5. benches/bench_async.py --device cuda (synchronous vs --async-rollouts --max-staleness 1 on
+#      the demo with HF sampling: steps/s, final held-out accuracy for 3 seeds, waiting times).
 # --cpu-dry-run runs the same steps on a machine without a GPU (the CUDA tests skip, the bench
 # runs tiny shapes on the CPU): the check of the check.
 set -uo pipefail
@@ -204,6 +206,17 @@ if [ "$BENCH_TOO" = 1 ]; then
         SAMPLER=(--device cuda --steps 100)
     fi
     run "bench_sampler" 300 "$PY" benches/bench_sampler.py "${SAMPLER[@]}"
+fi
+
+# 5. Asynchronous rollouts: synchronous vs async training steps/s and accuracy (docs/async.md).
+if [ "$BENCH_TOO" = 1 ]; then
+    if [ "$DRY" = 1 ]; then
+        ASYNC=(--device cpu --steps 2 --seeds 0 --eval-size 4 --prompts-per-step 2
+            --num-generations 2)
+    else
+        ASYNC=(--device cuda --steps 100)
+    fi
+    run "bench_async" 300 "$PY" benches/bench_async.py "${ASYNC[@]}"
 fi
 
 log ""

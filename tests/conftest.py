@@ -7,11 +7,20 @@ run without them.
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# A test run launched where SIGINT is ignored (a background job of a shell
+# without job control, some CI runners) would leave it ignored here and in
+# every subprocess, as Python and the trainer rightly keep an ignored SIGINT
+# ignored; the Ctrl-C tests need it delivered, so the suite restores Python's
+# own handler (children started from here then get the default disposition).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: The embedded demo model and data (a 0.8M-parameter Qwen2, character tokenizer).
 DATA_DIR = Path(__file__).resolve().parents[1] / "python" / "grpo_fast" / "data"

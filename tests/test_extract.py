@@ -63,10 +63,12 @@ def test_nothing_to_extract(text):
     assert extract_answer(text) is None
 
 
-def test_empty_box_is_an_empty_part():
-    # The verifier turns it into a non-match ("empty answer").
-    assert found(r"\boxed{}") == (("",), "boxed")
+def test_a_blank_box_is_no_answer():
+    # A box left blank (or a blank copied from the problem) answers nothing;
+    # another rule may still find the answer.
+    assert found(r"\boxed{}") is None
     assert grpo_fast.verify_detailed("0", r"\boxed{}").matched is False
+    assert found(r"Fill in \boxed{\phantom{7}}. So \boxed{7}") == (("7",), "boxed")
 
 
 def test_gold_is_bare_unless_marked():
@@ -95,7 +97,7 @@ def test_rule_priority_is_configurable():
 def test_last_value_only_near_the_end():
     text = "x = 5 " + "words " * 200
     assert extract_answer(text) is None
-    assert found(text, tail_length=10_000) == (("5",), "last_number")
+    assert found(text, tail_length=10_000) == (("x = 5",), "last_number")
 
 
 def test_length_limit_is_a_non_match_with_a_reason():
@@ -148,7 +150,8 @@ balanced = (
         max_leaves=8,
     )
     .map(str.strip)
-    .filter(bool)
+    # A box of punctuation and braces alone (`{ }`, `_`) is a blank, not an answer.
+    .filter(lambda s: any(c.isalnum() for c in s))
 )
 
 

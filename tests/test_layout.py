@@ -98,11 +98,11 @@ def test_the_top_layer_imports_nothing_below_it():
         assert below == [], f"grpo_fast.{name} imports {below}"
 
 
-def _loaded_by(argv: list[str]) -> list[str]:
+def _loaded_by(argv: list[str], modules: tuple[str, ...] = ("torch", "transformers", "peft")):
     code = (
         "import sys\nfrom grpo_fast.cli import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "print([m for m in ('torch', 'transformers', 'peft') if m in sys.modules])"
+        f"print([m for m in {modules!r} if m in sys.modules])"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300
@@ -116,6 +116,19 @@ def _loaded_by(argv: list[str]) -> list[str]:
 )
 def test_the_cheap_commands_import_no_torch(argv):
     assert _loaded_by(argv) == ["[]"]
+
+
+TRAINER_OPTIONS = ("grpo_fast.train.config", "grpo_fast.loss")
+
+
+@pytest.mark.parametrize(
+    ("argv", "loaded"),
+    [(["--version"], []), (["score", "--help"], []), (["train", "--help"], TRAINER_OPTIONS)],
+)
+def test_a_command_builds_only_its_own_flags(argv, loaded):
+    """The trainer's options (``train.config`` and the loss options it checks) are
+    imported for ``train``, not for ``--version`` or ``score``."""
+    assert _loaded_by(argv, TRAINER_OPTIONS) == [str(list(loaded))]
 
 
 def test_scoring_a_file_imports_no_torch(tmp_path):
@@ -143,3 +156,25 @@ def test_every_advantage_epsilon_default_is_the_one_constant():
     out = grpo_fast.compute_advantages(r, [0] * 5).advantages
     x = np.array(r)
     np.testing.assert_allclose(out, (x - x.mean()) / (x.std(ddof=1) + 1e-6), rtol=1e-6)
+
+
+@pytest.mark.parametrize("lora_r", [0, 4])
+def test_peft_loads_only_for_lora(tmp_path, lora_r):
+    """A training step without LoRA imports no peft (transformers' trainer utilities
+    would); with LoRA it does, which shows the check can see it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    if lora_r:
+        pytest.importorskip("peft")
+    code = (
+        "import sys\nfrom grpo_fast.train.trainer import Trainer, TrainerConfig\n"
+        f"cfg = TrainerConfig(output_dir={str(tmp_path / 'run')!r}, max_steps=1, "
+        f"prompts_per_step=2, num_generations=2, eval_size=0, eval_every=0, progress=False, "
+        f"plot=False, lora_r={lora_r})\n"
+        "Trainer(cfg).train()\n"
+        "print('peft' in sys.modules)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True
+    )
+    assert proc.stdout.strip().splitlines()[-1] == str(bool(lora_r))

@@ -136,7 +136,8 @@ def test_a_fair_answer_still_pays(entry, gold, completion):
 def test_the_verdict_names_the_hedge(gold, completion):
     v = grpo_fast.verify_detailed(gold, completion)
     assert not v.matched
-    if completion != "Answer: 5, not 3":  # that one is a plain wrong answer: 5
+    # Two are plain wrong answers: 5, and the point (3, 4).
+    if completion not in ("Answer: 5, not 3", "so the point is (3,4)"):
         assert v.reason.startswith("hedge: "), v
 
 

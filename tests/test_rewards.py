@@ -187,7 +187,7 @@ def test_duplicate_names_are_numbered():
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(65, 300), threads=st.integers(1, 4))
 def test_batch_independent_of_thread_count(n, threads):
-    completions = [rf"\boxed{{{i % 7}}} <answer>{i}</answer>" for i in range(n)]
+    completions = [rf"<answer>{i}</answer> \boxed{{{i % 7}}}" for i in range(n)]
     golds = [str(i % 5) for i in range(n)]
     r = combine(MathReward(), FormatReward(r"<answer>\d*[05]</answer>"), ExactMatchReward())
     before = grpo_fast.get_num_threads()

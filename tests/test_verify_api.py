@@ -56,7 +56,8 @@ def test_matches(gold, pred):
     [
         ("391", r"\boxed{381} \boxed{391} \boxed{401}", None),
         ("72", "I do not know", "no answer found"),
-        ("0", r"\boxed{}", "empty answer"),
+        ("0", r"\boxed{}", "no answer found"),
+        ("0", "Answer: $$", "no answer found"),
         (r"\frac13", r"\boxed{0.33}", None),
         ("   ", r"\boxed{1}", "no gold answer"),
     ],

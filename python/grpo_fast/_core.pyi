@@ -159,10 +159,10 @@ def extract_answer(text: object, options: ExtractOptions) -> tuple[list[str], st
 def extract_gold(text: object, options: ExtractOptions) -> tuple[list[str], str] | None: ...
 def parse(text: object, options: ExtractOptions) -> tuple[str | None, str | None, str]: ...
 def verify(
-    gold: object, pred: object, options: VerifyOptions
+    gold: object, pred: object, options: VerifyOptions, truncated: object = None
 ) -> tuple[bool, str, str | None, str | None]: ...
 def verify_batch(
-    golds: object, preds: object, options: VerifyOptions
+    golds: object, preds: object, options: VerifyOptions, truncated: object = None
 ) -> npt.NDArray[np.float32]: ...
 
 @final
@@ -199,6 +199,7 @@ class RewardSet:
         completions: object,
         golds: object,
         lengths: npt.NDArray[np.int64] | None,
+        truncated: object = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
     def __len__(self) -> int: ...
 

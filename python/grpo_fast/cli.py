@@ -300,16 +300,45 @@ _REWARD_HELP = (
 )
 
 
+class _Commands(argparse._SubParsersAction):
+    """The subcommands, each listed with its help and its parser built when it is the
+    command run: a command imports only what its own flags need (``--version`` and
+    ``score`` nothing of the trainer's options)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._builders: dict[str, Any] = {}
+
+    def add_command(self, name: str, help: str, build: Any) -> None:
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), help))
+        self._name_parser_map[name] = None  # a valid choice; built by __call__
+        self._builders[name] = build
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if self._name_parser_map.get(name, ...) is None:  # the listed command, built now
+            del self._name_parser_map[name]
+        return super().add_parser(name, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        build = self._builders.pop(values[0], None)
+        if build is not None:
+            build(self)
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command; nothing it imports needs torch (``--version``,
-    ``score`` and every ``--help`` stay cheap: the commands import what they use)."""
+    """The parser of every command; nothing it imports needs torch, and a command's
+    own flags are built only when it runs (``--version``, ``score`` and every
+    ``--help`` stay cheap: the commands import what they use)."""
     from grpo_fast import __version__
 
     parser = _parser(prog="grpo-fast", description="GRPO training, scoring and evaluation.")
     parser.add_argument("--version", action="version", version=f"grpo-fast {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{train,score,eval,export}")
-    for add in (_train_flags, _score_flags, _eval_flags, _export_flags):
-        add(sub)
+    sub = parser.add_subparsers(
+        dest="command", metavar="{train,score,eval,export}", action=_Commands
+    )
+    for name, (help, build) in _COMMANDS.items():
+        sub.add_command(name, help, build)
     return parser
 
 
@@ -321,7 +350,6 @@ def _train_flags(sub: Any) -> None:
     # give them).
     train = sub.add_parser(
         "train",
-        help="GRPO training (default: the embedded demo)",
         description="GRPO training. A default shown as 'X; embedded demo: Y' is Y for the "
         "embedded demo model (the default --model) and X for any other model; a value given "
         "as a flag or in --config always stands.",
@@ -345,7 +373,6 @@ def _score_flags(sub: Any) -> None:
 
     sc = sub.add_parser(
         "score",
-        help="rewards and advantages of a JSONL of completions",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     sc._negative_number_matcher = NEGATIVE_NUMBER
@@ -368,7 +395,6 @@ def _eval_flags(sub: Any) -> None:
 
     ev = sub.add_parser(
         "eval",
-        help="pass@k, majority vote, best-of-n and verified best-of-n accuracy",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ev._negative_number_matcher = NEGATIVE_NUMBER
@@ -430,7 +456,6 @@ def _export_flags(sub: Any) -> None:
 
     ex = sub.add_parser(
         "export",
-        help="a checkpoint as a plain transformers model directory (LoRA adapters merged)",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     ex.add_argument("checkpoint", help="checkpoint directory (checkpoints/step-N of a run)")
@@ -447,6 +472,17 @@ def _export_flags(sub: Any) -> None:
         help="dtype of the written weights (default: the base model's)",
     )
     ex.set_defaults(func=_export)
+
+
+_COMMANDS = {
+    "train": ("GRPO training (default: the embedded demo)", _train_flags),
+    "score": ("rewards and advantages of a JSONL of completions", _score_flags),
+    "eval": ("pass@k, majority vote, best-of-n and verified best-of-n accuracy", _eval_flags),
+    "export": (
+        "a checkpoint as a plain transformers model directory (LoRA adapters merged)",
+        _export_flags,
+    ),
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ __all__ = [
     "GrpoFastError",
     "InternalError",
     "InvalidInputError",
+    "RolloutError",
     "TrainingInterrupted",
 ]
 
@@ -29,6 +30,11 @@ class InternalError(GrpoFastError, RuntimeError):
 
 class CheckpointError(GrpoFastError, OSError):
     """A checkpoint could not be written (a full disk, ...); the older ones are kept."""
+
+
+class RolloutError(GrpoFastError, RuntimeError):
+    """The background rollout producer of ``--async-rollouts`` failed (a reward function
+    raised, the vLLM server went away, ...); ``__cause__`` is its exception."""
 
 
 class TrainingInterrupted(KeyboardInterrupt):

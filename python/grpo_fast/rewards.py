@@ -400,6 +400,7 @@ class Rewards:
         completions: Sequence[str],
         golds: str | Sequence[str | None] | None = None,
         lengths: Sequence[int] | npt.ArrayLike | None = None,
+        truncated: bool | Sequence[bool] | npt.ArrayLike | None = None,
     ) -> RewardScores:
         """Score a batch.
 
@@ -412,6 +413,10 @@ class Rewards:
             that need one give NaN).
         lengths : sequence of int, optional
             Token lengths, required by :class:`OverlongReward`.
+        truncated : bool or sequence of bool, optional
+            Which completions were cut off at the token limit: the answer
+            specs read those only through their answer markers, never the
+            last number of unfinished reasoning (see :func:`grpo_fast.verify`).
 
         Returns
         -------
@@ -424,7 +429,7 @@ class Rewards:
         else:
             gold_arg = gold_list = as_list("golds", golds)
         lens = None if lengths is None else _lengths(lengths)
-        total, grid = self._set.score(texts, gold_arg, lens)
+        total, grid = self._set.score(texts, gold_arg, lens, truncated)
         columns = {self.names[i]: grid[j] for j, i in enumerate(self._rust)}
         for i, spec in enumerate(self.specs):
             if isinstance(spec, PythonReward):
@@ -535,6 +540,7 @@ def score_batch(
     completions: Sequence[str],
     golds: str | Sequence[str | None] | None = None,
     lengths: Sequence[int] | npt.ArrayLike | None = None,
+    truncated: bool | Sequence[bool] | npt.ArrayLike | None = None,
 ) -> RewardScores:
     """One-shot :func:`combine` + :meth:`Rewards.score_batch` (prefer
     compiling once with :func:`combine` in a training loop).
@@ -550,4 +556,4 @@ def score_batch(
         rewards = Rewards([specs])
     else:
         rewards = Rewards(specs)
-    return rewards.score_batch(completions, golds, lengths)
+    return rewards.score_batch(completions, golds, lengths, truncated)

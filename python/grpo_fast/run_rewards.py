@@ -217,8 +217,14 @@ class RunRewards:
         rows: Sequence[Mapping[str, Any]],
         *,
         completion_ids: Sequence[Sequence[int]] | None = None,
+        truncated: Sequence[bool] | npt.ArrayLike | None = None,
     ) -> _rewards.RewardScores:
         """The rewards of ``completions``, one dataset row each (gold in ``answer``).
+
+        ``truncated`` marks the completions cut off at the token limit: the
+        built-in answer rewards read those only through their answer markers
+        (:meth:`grpo_fast.rewards.Rewards.score_batch`); TRL-style functions
+        are called as TRL calls them, without it.
 
         Returns the weighted total (NaN where a weighted reward is NaN) and
         the unweighted column of every reward.
@@ -239,7 +245,7 @@ class RunRewards:
         columns: dict[str, npt.NDArray[np.float32]] = {}
         for part, names in zip(self.parts, self._names, strict=True):
             if isinstance(part, _rewards.Rewards):
-                s = part.score_batch(texts, golds, lengths)
+                s = part.score_batch(texts, golds, lengths, truncated)
                 total = total + s.total
                 for name, col in zip(names, s.columns.values(), strict=True):
                     columns[name] = col

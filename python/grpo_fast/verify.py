@@ -299,6 +299,7 @@ def verify_detailed(
     max_length: int | None = None,
     tail_length: int | None = None,
     think: bool = _VERIFY_DEFAULTS.think,
+    truncated: bool = False,
 ) -> Verdict:
     """:func:`verify` with the reason and the parsed answers.
 
@@ -310,7 +311,7 @@ def verify_detailed(
     'no answer found'
     """
     opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
-    return Verdict(*_core.verify(gold, pred, opts))
+    return Verdict(*_core.verify(gold, pred, opts, truncated))
 
 
 def verify(
@@ -323,6 +324,7 @@ def verify(
     max_length: int | None = None,
     tail_length: int | None = None,
     think: bool = _VERIFY_DEFAULTS.think,
+    truncated: bool = False,
 ) -> bool:
     """Whether the completion ``pred`` answers ``gold``.
 
@@ -343,6 +345,15 @@ def verify(
     rules, max_length, tail_length, think
         Extraction options, as for :func:`extract_answer` (applied to both;
         ``think`` to the completion only: a gold's tags are not looked for).
+    truncated : bool
+        The completion was cut off at the token limit (the trainer knows:
+        vLLM's ``finish_reason == "length"``). It is then read only through
+        its answer markers (``\\boxed{}``, ``Answer:``, ...): a number where
+        it stopped is a step of unfinished reasoning, and paying it would
+        reward running to the limit. Without the flag, ``verify`` sees the
+        cut only where the text shows it (an unclosed ``\\boxed{`` or
+        ``<think>``, an answer ending in ``or``) and reads a cut-off
+        completion's last value like any other's.
 
     Returns
     -------
@@ -364,6 +375,8 @@ def verify(
     False
     >>> verify("3", r"<think>so it is \\boxed{3}", think=False)
     True
+    >>> verify("3", "so we add 1 and 2 to get 3", truncated=True)
+    False
     """
     return verify_detailed(
         gold,
@@ -374,6 +387,7 @@ def verify(
         max_length=max_length,
         tail_length=tail_length,
         think=think,
+        truncated=truncated,
     ).matched
 
 
@@ -387,6 +401,7 @@ def verify_batch(
     max_length: int | None = None,
     tail_length: int | None = None,
     think: bool = _VERIFY_DEFAULTS.think,
+    truncated: bool | Sequence[bool] | npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.float32]:
     """:func:`verify` of many pairs in Rust, across threads, GIL released.
 
@@ -398,6 +413,9 @@ def verify_batch(
         The completions.
     rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think
         As for :func:`verify`.
+    truncated : bool or sequence of bool, optional
+        Which completions were cut off at the token limit (one flag each, or
+        one for all); see :func:`verify`.
 
     Returns
     -------
@@ -409,9 +427,11 @@ def verify_batch(
     --------
     >>> verify_batch("4", [r"\\boxed{4}", "2+2=5", "#### 4"])
     array([1., 0., 1.], dtype=float32)
+    >>> verify_batch("4", [r"\\boxed{4}", "so 2+2 = 4"], truncated=[True, True])
+    array([1., 0.], dtype=float32)
     """
     texts = as_list("preds", preds)
     if not (golds is None or isinstance(golds, str)):
         golds = as_list("golds", golds)
     opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
-    return _core.verify_batch(golds, texts, opts)
+    return _core.verify_batch(golds, texts, opts, truncated)

@@ -68,8 +68,14 @@ from typing import Any
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.names import ANCHORED_RULES
-from grpo_fast.verify import RULES, extract_answer, verify_detailed
+from grpo_fast.verify import RULES, extract_answer, extract_gold, verify_detailed
 from grpo_fast.verify import parse as parse_value
+
+# Choice letters as the core writes them: `B`, `A, B`.
+_LETTERS = re.compile("[A-Za-z](, [A-Za-z])*")
+
+# The reason verify gives a completion whose `\\boxed{` never closes.
+_UNCLOSED_BOX = verify_detailed("0", "\\boxed{0").reason
 
 __all__ = [
     "ExprExtractionConfig",
@@ -394,10 +400,16 @@ def parse(
             rules = tuple(r for r in rules if r != "bare")
     if plan.math:
         got = extract_answer(text, rules=rules, think=think)
+        if got is None and verify_detailed("0", text).reason == _UNCLOSED_BOX:
+            # math-verify parses golds and completions alike: an unclosed
+            # `\\boxed{` is no completion's answer (cut off) but may be a
+            # dataset's gold; verify() reads each side again as what it is.
+            got = extract_gold(text, rules=rules)
         value = None if got is None else parse_value(got.answer)
         # With string configs, a lone letter is a string answer (math-verify's LaTeX
-        # and expression patterns never take one): the string configs decide it.
-        if value is not None and plan.strings and re.fullmatch("[A-Za-z]", value.canonical):
+        # and expression patterns never take one), and so are letters the core
+        # reads as alternatives (`A and B`): the string configs decide them.
+        if value is not None and plan.strings and _LETTERS.fullmatch(value.canonical):
             value = None
         if got is not None and value is not None:
             math_level = plan.boxed_level if got.rule == "boxed" else _LEVEL.get(got.rule, _PLAIN)

@@ -6,7 +6,8 @@
   per stage: :func:`grpo_fast.train.rollout.collect` (sample, score,
   advantages, curriculum: a :class:`~grpo_fast.train.rollout.Batch`) and
   :func:`grpo_fast.train.update.apply` (the batch shaped once, then the loss
-  and the optimizer);
+  and the optimizer); :mod:`~grpo_fast.train.async_rollouts` runs the first
+  stage in a background producer while the second steps (``--async-rollouts``);
 - :mod:`~grpo_fast.train.build` (the run's parts from the config),
   :mod:`~grpo_fast.train.state` (checkpoints of the trainer's state),
   :mod:`~grpo_fast.train.data` (datasets and prompts),

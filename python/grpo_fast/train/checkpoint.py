@@ -52,8 +52,10 @@ __all__ = [
     "load_sharded_model",
     "prepare_output_dir",
     "remove_leftovers",
+    "rng_state",
     "run_files",
     "save_checkpoint",
+    "set_rng_state",
 ]
 
 MANIFEST = "manifest.json"
@@ -189,7 +191,9 @@ def remove_leftovers(out_dir: Path, resumed_step: int | None) -> None:
 
 
 # ---------------------------------------------------------------------- writing
-def _rng_state() -> dict[str, Any]:
+def rng_state() -> dict[str, Any]:
+    """Python's, numpy's and torch's (CPU, every GPU) random states, as a checkpoint
+    stores them."""
     return {
         "python": random.getstate(),
         "numpy": np.random.get_state(),  # noqa: NPY002 (user code may use it)
@@ -198,7 +202,8 @@ def _rng_state() -> dict[str, Any]:
     }
 
 
-def _set_rng_state(rng: dict[str, Any]) -> None:
+def set_rng_state(rng: dict[str, Any]) -> None:
+    """Put back the random states :func:`rng_state` took."""
     random.setstate(rng["python"])
     np.random.set_state(rng["numpy"])  # noqa: NPY002
     torch.set_rng_state(rng["torch"])
@@ -281,8 +286,12 @@ def save_checkpoint(
     dist: Distributed,
     keep: int,
     sharded_state: dict[str, Any] | None = None,
+    rng: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/checkpoints/step-N`` and keep the ``keep`` newest checkpoints.
+
+    ``rng``: the random states to store (default: the current ones,
+    :func:`rng_state`); asynchronous rollouts pass those of the last trained batch.
 
     ``sharded_state``: the model's and optimizer's state of a sharded run
     (:meth:`grpo_fast.train.distributed.Parallel.state_dict`), written by every rank
@@ -313,7 +322,7 @@ def save_checkpoint(
                 # First: every rank takes part, and every rank hears of a failure.
                 with _one_process_quiet():
                     dcp.save(sharded_state, checkpoint_id=tmp / SHARDED, no_dist=not dist.enabled)
-            torch.save(_rng_state(), tmp / f"rng-rank{dist.rank}.pt")
+            torch.save(rng_state() if rng is None else rng, tmp / f"rng-rank{dist.rank}.pt")
             if dist.is_main:
                 if sharded_state is None:
                     model.save_pretrained(tmp)
@@ -525,7 +534,7 @@ def load_checkpoint(
         except (OSError, SafetensorError) as e:
             raise InvalidInputError(f"cannot read checkpoint {path}: {e}") from None
     if rng is not None:
-        _set_rng_state(rng)
+        set_rng_state(rng)
     return state
 
 

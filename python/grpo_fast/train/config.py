@@ -148,6 +148,21 @@ class TrainerConfig:
             "or one started here); docs/vllm.md"
         ),
     )
+    async_rollouts: bool = field(
+        default=False,
+        metadata=_doc(
+            "sample the next batches in a background producer while the optimizer steps "
+            "(--sampler hf or vllm-server, one process; off-policy by up to --max-staleness "
+            "versions, corrected by --sampler-correction: tis by default); docs/training.md"
+        ),
+    )
+    max_staleness: int = field(
+        default=1,
+        metadata=_doc(
+            "with --async-rollouts: how many optimizer steps older than the trained policy a "
+            "batch's sampling policy may be (0: no overlap, the same run as without async)"
+        ),
+    )
     vllm_url: str | None = field(
         default=None,
         metadata=_doc(
@@ -235,7 +250,7 @@ class TrainerConfig:
         metadata=_doc(
             "sampler-mismatch correction from the sampler's log-probs: tis (weights "
             "min(ratio, C)), mis (no loss outside [1/C, C]), none (only logged); auto: tis "
-            "with vllm and vllm-server, none with hf"
+            "with vllm, vllm-server and --async-rollouts, none with hf"
         ),
     )
     sampler_level: Literal[LEVELS] = field(  # type: ignore[valid-type]
@@ -398,6 +413,13 @@ class TrainerConfig:
                 "--parallel fsdp trains in fp32 or bf16: fp16's loss scaling would see only "
                 "this rank's shard of the gradients; use --dtype bf16",
             )
+        need(self.max_staleness >= 0, f"max_staleness must be >= 0, got {self.max_staleness}")
+        need(
+            not self.async_rollouts or self.sampler != "vllm",
+            "--async-rollouts samples beside the optimizer, which the colocated vLLM engine "
+            "(--sampler vllm, in the trainer's process and memory) cannot: use --sampler "
+            "vllm-server, or --sampler hf",
+        )
         need(
             self.vllm_url is None or self.sampler == "vllm-server",
             f"--vllm-url is for --sampler vllm-server (this run samples with {self.sampler})",
@@ -457,11 +479,12 @@ class LoraOptions:
 
 
 def sampler_correction(cfg: TrainerConfig) -> str:
-    """``cfg.sampler_correction`` with ``auto`` resolved: ``tis`` for vLLM, ``none`` for HF
-    (it samples with the training model itself: the same log-probs)."""
+    """``cfg.sampler_correction`` with ``auto`` resolved: ``tis`` for vLLM and for
+    asynchronous rollouts (sampled by an older policy), ``none`` for synchronous HF
+    sampling (the training model itself: the same log-probs)."""
     if cfg.sampler_correction != "auto":
         return cfg.sampler_correction
-    return "none" if cfg.sampler == "hf" else "tis"
+    return "none" if cfg.sampler == "hf" and not cfg.async_rollouts else "tis"
 
 
 def build_process_reward(cfg: TrainerConfig) -> ProcessReward | None:

@@ -32,7 +32,7 @@ from grpo_fast.run_rewards import (
     RunRewards,
     parse_reward,
 )
-from grpo_fast.sampling import Completions, SamplingParams
+from grpo_fast.sampling import Completions, SamplingParams, truncated
 
 __all__ = [
     "REWARD_NAMES",
@@ -112,7 +112,10 @@ def _round(
     comp = _sample(t, idx, G, t.params)
     inputs = _estimator_inputs(t, idx, comp)
     t1 = time.perf_counter()
-    scores = t.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+    # A completion cut off at the token limit is paid only through an answer
+    # marker: the last number of unfinished reasoning is no answer.
+    cut = truncated(comp, t.tokenizer.eos_token_id, cfg.max_new_tokens)
+    scores = t.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids, truncated=cut)
     total = dist.gather(scores.total)
     adv = compute_advantages(total, group_ids, estimator=cfg.estimator, scale=cfg.scale, **inputs)
     stats["time_sampling"] += t1 - t0
@@ -163,7 +166,10 @@ def _estimator_inputs(t: Parts, idx: np.ndarray, comp: Completions) -> dict[str,
     rows = [t.train_rows[i] for i in idx]
     greedy = SamplingParams(max_new_tokens=cfg.max_new_tokens, temperature=0.0)
     best = _sample(t, idx, 1, greedy)
-    reward = t.rewards.score(best.texts, rows, completion_ids=best.completion_ids).total
+    cut = truncated(best, t.tokenizer.eos_token_id, cfg.max_new_tokens)
+    reward = t.rewards.score(
+        best.texts, rows, completion_ids=best.completion_ids, truncated=cut
+    ).total
     baselines = np.repeat(reward.astype(np.float64), cfg.num_generations)
     return {"baselines": t.dist.gather(baselines)}
 

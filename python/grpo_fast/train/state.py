@@ -45,6 +45,9 @@ def save(t: Any) -> Path:
     """Write ``checkpoints/step-N`` (:func:`grpo_fast.train.checkpoint.save_checkpoint`;
     ``--parallel fsdp``: model and optimizer through ``torch.distributed.checkpoint``)."""
     sharded = t.config.parallel == "fsdp"
+    # Asynchronous rollouts: the producer is ahead; the states right after the last
+    # trained batch was drawn are the ones a resumed run continues from.
+    drawn = getattr(t, "rollout_state", None)
     return save_checkpoint(
         t.out,
         t.step_count,
@@ -53,12 +56,13 @@ def save(t: Any) -> Path:
         trainer_state={
             **({} if sharded else {"optimizer": t.optimizer.state_dict()}),
             "scheduler": t.scheduler.state_dict(),
-            "prompts": t.prompts.state_dict(),
+            "prompts": t.prompts.state_dict() if drawn is None else drawn["prompts"],
             "scaler": t.precision.state_dict(),
         },
         dist=t.dist,
         keep=t.config.keep_checkpoints,
         sharded_state=t.policy.state_dict(t.optimizer) if sharded else None,
+        rng=None if drawn is None else drawn["rng"],
     )
 
 

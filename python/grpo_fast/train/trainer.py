@@ -9,10 +9,12 @@ module that owns it::
                       -> optimizer step
     sampler.update_weights
 
-:meth:`Trainer.step` is that sequence. The trainer holds the run's parts, built
-by :mod:`grpo_fast.train.build` from the :class:`~grpo_fast.train.config.TrainerConfig`;
-the rest here is bookkeeping: evaluation, metrics, the loop, checkpoints
-(:mod:`grpo_fast.train.state`).
+:meth:`Trainer.step` is that sequence. With ``async_rollouts``, :meth:`Trainer.train`
+has a :class:`~grpo_fast.train.async_rollouts.RolloutProducer` run ``rollout.collect``
+for the next batches in a background thread while ``update.apply`` steps. The
+trainer holds the run's parts, built by :mod:`grpo_fast.train.build` from the
+:class:`~grpo_fast.train.config.TrainerConfig`; the rest here is bookkeeping:
+evaluation, metrics, the loop, checkpoints (:mod:`grpo_fast.train.state`).
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from typing import Any
 import numpy as np
 import transformers
 
-from grpo_fast.errors import TrainingInterrupted
+from grpo_fast.errors import InvalidInputError, TrainingInterrupted
 from grpo_fast.run_rewards import RewardLike, RunRewards
-from grpo_fast.sampling import SamplingParams
+from grpo_fast.sampling import HFSampler, SamplingParams, truncated
 from grpo_fast.train import rollout, state, update
+from grpo_fast.train.async_rollouts import RolloutProducer
 from grpo_fast.train.build import (
     build_model,
     build_optimizer,
@@ -41,7 +44,7 @@ from grpo_fast.train.build import (
     load_rows,
     sampling_params,
 )
-from grpo_fast.train.checkpoint import find_resume, prepare_output_dir
+from grpo_fast.train.checkpoint import find_resume, prepare_output_dir, set_rng_state
 from grpo_fast.train.config import (
     LR_SCHEDULES,
     SAMPLER_CORRECTIONS,
@@ -124,6 +127,12 @@ class Trainer:
     ) -> None:
         config.validate()
         self.dist = Distributed.from_env(device_type(config.device))
+        if config.async_rollouts and self.dist.enabled:
+            raise InvalidInputError(
+                "--async-rollouts runs in one process: the producer thread would need every "
+                "rank's sampling and weight pushes kept in step; train without it under "
+                "torchrun"
+            )
         self.device = resolve_device(config.device, self.dist)
         self.config = cfg = dataclasses.replace(
             config, device=str(self.device), sampler_correction=sampler_correction(config)
@@ -162,6 +171,10 @@ class Trainer:
         self.step_count = 0
         self._in_step = False
         self.last_batch: Batch | None = None
+        # Asynchronous rollouts: the random and prompt-order states right after the last
+        # trained batch was drawn (what a checkpoint stores; None: the current ones).
+        self.rollout_state: dict[str, Any] | None = None
+        self._eval_sampler: Any = None
         self._saved_step: int | None = None
         if resume is not None:
             state.load(self, resume)
@@ -182,8 +195,42 @@ class Trainer:
         self.sampler.update_weights(self.model)
         t2 = time.perf_counter()
         self.step_count += 1
-        self.last_batch = batch
+        return self._record(batch, stats, losses, t0, t1, t2)
 
+    def _async_step(self, producer: RolloutProducer) -> dict[str, Any]:
+        """A step on the producer's next batch (:mod:`grpo_fast.train.async_rollouts`):
+        the weights change under its lock, then the new version is published."""
+        t0 = time.perf_counter()
+        item = producer.get(self.step_count)
+        t1 = time.perf_counter()
+        with producer.weights_lock:
+            losses = update.apply(self, item.batch)
+            self.step_count += 1
+            producer.publish(self.step_count)
+        t2 = time.perf_counter()
+        self.rollout_state = {"rng": item.rng, "prompts": item.prompts}
+        staleness = float(self.step_count - 1 - item.version)
+        return {
+            **self._record(item.batch, item.stats, losses, t0, t1, t2),
+            # TRL's AsyncGRPOTrainer's names.
+            "sample/staleness_mean": staleness,
+            "sample/staleness_max": staleness,
+            "sample/dropped_stale_total": producer.dropped,
+            "sample/rollout_queue_size": producer.queue_size(),
+            "perf/rollout_wait_s": t1 - t0,
+            "rollout/backpressure_s": producer.backpressure(),
+        }
+
+    def _record(
+        self,
+        batch: Batch,
+        stats: dict[str, Any],
+        losses: dict[str, Any],
+        t0: float,
+        t1: float,
+        t2: float,
+    ) -> dict[str, Any]:
+        self.last_batch = batch
         lengths = [len(c) for c in batch.completions.completion_ids]
         n_tokens = sum(lengths) + sum(len(p) for p in batch.completions.prompt_ids)
         return {
@@ -220,13 +267,17 @@ class Trainer:
         mine = slice(self.dist.rank, None, self.dist.world)
         rows, prompts = self.eval_rows[mine], self.eval_prompts[mine]
         with self.precision.autocast():
+            sampler = self._eval_sampler or self.sampler
             comp = self.policy.with_full_weights(
-                lambda: self.sampler.sample(prompts, 1, greedy) if prompts else None
+                lambda: sampler.sample(prompts, 1, greedy) if prompts else None
             )
         first: list[float] = []
         total: list[float] = []
         if comp is not None:
-            scores = self.rewards.score(comp.texts, rows, completion_ids=comp.completion_ids)
+            cut = truncated(comp, self.tokenizer.eos_token_id, self.config.max_new_tokens)
+            scores = self.rewards.score(
+                comp.texts, rows, completion_ids=comp.completion_ids, truncated=cut
+            )
             first = scores.columns[self.rewards.names[0]].tolist()
             total = scores.total.tolist()
         return {
@@ -238,12 +289,23 @@ class Trainer:
     def train(self) -> list[dict[str, Any]]:
         """Run until ``max_steps``; returns the metric records of this process's run.
 
+        With ``async_rollouts``, a :class:`~grpo_fast.train.async_rollouts.RolloutProducer`
+        samples the next batches meanwhile (only here: :meth:`step` stays synchronous).
+
         SIGINT (Ctrl-C) or SIGTERM, when this runs in the main thread, ends the
         current step, writes a checkpoint and raises
         :class:`~grpo_fast.errors.TrainingInterrupted`; a second one stops at once.
         """
         with self._running() as stop:
-            return self._train_loop(stop)
+            if not self.config.async_rollouts:
+                return self._train_loop(stop)
+            if self.rollout_state is not None:  # a second train(): on from the last trained batch
+                self.prompts.load_state_dict(self.rollout_state["prompts"])
+                set_rng_state(self.rollout_state["rng"])
+            if self.config.sampler != "hf":  # the server is some versions behind: evaluate here
+                self._eval_sampler = HFSampler(self.model, self.tokenizer, logprobs=False)
+            with RolloutProducer(self) as producer:
+                return self._train_loop(stop, producer)
 
     @contextlib.contextmanager
     def _running(self) -> Iterator[StopRequest]:
@@ -269,7 +331,9 @@ class Trainer:
                 if self.metrics is not None:
                     self.metrics.close()
 
-    def _train_loop(self, stop: StopRequest) -> list[dict[str, Any]]:
+    def _train_loop(
+        self, stop: StopRequest, producer: RolloutProducer | None = None
+    ) -> list[dict[str, Any]]:
         from tqdm.auto import tqdm
 
         cfg = self.config
@@ -290,7 +354,7 @@ class Trainer:
                 raise self._interrupted(stop.signal)
             self._in_step = True
             try:
-                record = self.step()
+                record = self.step() if producer is None else self._async_step(producer)
             finally:
                 self._in_step = False
             last = self.step_count == cfg.max_steps

@@ -17,7 +17,7 @@ use regex::{Regex, RegexBuilder};
 use strum::{EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::{CoreError, Result};
-use crate::extract::{extract_answer, ExtractOptions, Extracted};
+use crate::extract::{find_answer, ExtractOptions, Extracted, Hints};
 use crate::parallel;
 use crate::verify::{verify_match, VerifyOptions};
 
@@ -149,8 +149,20 @@ impl Spec {
         )
     }
 
-    /// The reward of one item (NaN when unscorable).
-    pub fn score(&self, completion: &str, gold: Option<&str>, length: Option<u32>) -> f32 {
+    /// The reward of one item (NaN when unscorable); `truncated`: the
+    /// completion was cut off at the token limit (see
+    /// [`crate::extract::Hints::truncated`]).
+    pub fn score(
+        &self,
+        completion: &str,
+        gold: Option<&str>,
+        length: Option<u32>,
+        truncated: bool,
+    ) -> f32 {
+        let hints = Hints {
+            truncated,
+            ..Hints::default()
+        };
         let gold = match (self.needs_gold(), gold) {
             (true, None) => return f32::NAN,
             (_, g) => g.unwrap_or(""),
@@ -159,7 +171,7 @@ impl Spec {
             Spec::Math(opts) => {
                 // A gold that cannot be extracted or parsed is the dataset's
                 // fault, not the model's: unscorable rather than wrong.
-                match verify_match(gold, completion, opts) {
+                match verify_match(gold, completion, truncated, opts) {
                     None => f32::NAN,
                     Some(matched) => f32::from(u8::from(matched)),
                 }
@@ -169,8 +181,8 @@ impl Spec {
                 case_sensitive,
             } => {
                 let pred = match extract {
-                    Some(opts) => match extract_answer(completion, opts) {
-                        Some(e) if !answer_hedged(completion, &e) => e.parts.join(", "),
+                    Some(opts) => match find_answer(completion, opts, hints) {
+                        Ok(e) if !answer_hedged(completion, &e) => e.parts.join(", "),
                         _ => return 0.0,
                     },
                     None => completion.trim().to_owned(),
@@ -187,7 +199,8 @@ impl Spec {
                 let Some(want) = choice_letter(gold) else {
                     return f32::NAN;
                 };
-                let got = extract_answer(completion, opts)
+                let got = find_answer(completion, opts, hints)
+                    .ok()
                     // A hedge (`(A) or (C)`, `not B`, `A and C`) names no letter.
                     .filter(|e| e.parts.len() == 1 && !answer_hedged(completion, e))
                     .and_then(|e| choice_letter(e.parts[0]));
@@ -198,7 +211,8 @@ impl Spec {
                 Some(l) => overlong_penalty(l, *max_len, *cache_len),
                 None => f32::NAN,
             },
-            Spec::Cosine(c) => match (verify_match(gold, completion, &c.verify), length) {
+            Spec::Cosine(c) => match (verify_match(gold, completion, truncated, &c.verify), length)
+            {
                 (Some(correct), Some(l)) => c.score(correct, l),
                 _ => f32::NAN,
             },
@@ -313,15 +327,20 @@ pub struct Scores {
 }
 
 impl RewardSet {
-    /// Score a batch. `golds` and `lengths` must have one entry per
-    /// completion; `lengths` (tokens) is required by overlong specs only.
+    /// Score a batch. `golds`, `lengths` and `truncated` must have one entry
+    /// per completion; `lengths` (tokens) is required by overlong specs only;
+    /// `truncated` marks completions cut off at the token limit.
     pub fn score(
         &self,
         completions: &[&str],
         golds: Golds<'_>,
         lengths: Option<&[u32]>,
+        truncated: Option<&[bool]>,
     ) -> Result<Scores> {
         let n = completions.len();
+        if let Some(t) = truncated {
+            check_len("truncated", t.len(), n)?;
+        }
         if let Golds::Each(gs) = golds {
             check_len("golds", gs.len(), n)?;
         }
@@ -347,7 +366,8 @@ impl RewardSet {
             .iter()
             .map(|(spec, _)| {
                 map_items(n, |i| {
-                    spec.score(completions[i], golds.get(i), lengths.map(|l| l[i]))
+                    let cut = truncated.is_some_and(|t| t[i]);
+                    spec.score(completions[i], golds.get(i), lengths.map(|l| l[i]), cut)
                 })
             })
             .collect();
@@ -383,9 +403,10 @@ impl RewardSet {
         completions: &[Option<&str>],
         golds: Golds<'_>,
         lengths: Option<&[u32]>,
+        truncated: Option<&[bool]>,
     ) -> Result<Scores> {
         let texts: Vec<&str> = completions.iter().map(|c| c.unwrap_or("")).collect();
-        let mut scores = self.score(&texts, golds, lengths)?;
+        let mut scores = self.score(&texts, golds, lengths, truncated)?;
         for (i, _) in completions.iter().enumerate().filter(|(_, c)| c.is_none()) {
             for col in &mut scores.columns {
                 if col[i] > 0.0 {
@@ -421,15 +442,25 @@ pub fn map_items<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec
     parallel::pool().install(|| (0..n).into_par_iter().with_min_len(8).map(f).collect())
 }
 
-/// `verify(golds[i], preds[i])` for a batch, as 1.0 / 0.0 (`None` gold: 0).
-pub fn verify_batch(golds: Golds<'_>, preds: &[&str], opts: &VerifyOptions) -> Result<Vec<f32>> {
+/// `verify(golds[i], preds[i])` for a batch, as 1.0 / 0.0 (`None` gold: 0);
+/// `truncated[i]` marks a completion cut off at the token limit.
+pub fn verify_batch(
+    golds: Golds<'_>,
+    preds: &[&str],
+    truncated: Option<&[bool]>,
+    opts: &VerifyOptions,
+) -> Result<Vec<f32>> {
     if let Golds::Each(gs) = golds {
         check_len("golds", gs.len(), preds.len())?;
     }
+    if let Some(t) = truncated {
+        check_len("truncated", t.len(), preds.len())?;
+    }
     Ok(map_items(preds.len(), |i| {
+        let cut = truncated.is_some_and(|t| t[i]);
         let matched = golds
             .get(i)
-            .is_some_and(|g| verify_match(g, preds[i], opts) == Some(true));
+            .is_some_and(|g| verify_match(g, preds[i], cut, opts) == Some(true));
         f32::from(u8::from(matched))
     }))
 }
@@ -503,7 +534,7 @@ mod tests {
         ];
         let golds = [Some("b"), Some("B"), None];
         let s = set
-            .score(&completions, Golds::Each(&golds), None)
+            .score(&completions, Golds::Each(&golds), None, None)
             .expect("scored");
         assert_eq!(s.columns[0], vec![1.0, 0.0, 0.0]);
         assert_eq!(s.columns[1][..2], [1.0, 1.0]);
@@ -544,7 +575,7 @@ mod tests {
         ];
         for text in unpaid {
             let s = set
-                .score(&[text], Golds::One(Some("C")), None)
+                .score(&[text], Golds::One(Some("C")), None, None)
                 .expect("scored");
             assert_eq!(s.total, vec![0.0], "{text}");
         }
@@ -557,7 +588,7 @@ mod tests {
         ];
         for text in paid {
             let s = set
-                .score(&[text], Golds::One(Some("C")), None)
+                .score(&[text], Golds::One(Some("C")), None, None)
                 .expect("scored");
             assert_eq!(s.columns[0], vec![1.0], "{text}");
         }
@@ -579,12 +610,15 @@ mod tests {
                 &["\\boxed{3}", "\\boxed{4} a a a a a", "\\boxed{3}"],
                 Golds::Each(&golds),
                 Some(&[0, 100, 10]),
+                None,
             )
             .expect("scored");
         assert_eq!(s.columns[0][..2], [1.0, -0.5]);
         assert!(s.columns[0][2].is_nan(), "an unusable gold is unscorable");
         assert_eq!(s.columns[1], vec![0.0, -0.6, 0.0]);
-        assert!(set.score(&["a"], Golds::One(Some("3")), None).is_err());
+        assert!(set
+            .score(&["a"], Golds::One(Some("3")), None, None)
+            .is_err());
         assert!(Spec::repetition(0, -1.0).is_err());
         assert!(Spec::repetition(2, 0.5).is_err());
     }
@@ -595,13 +629,15 @@ mod tests {
         let set = RewardSet {
             specs: vec![(Spec::overlong(10, 2).expect("valid"), 1.0)],
         };
-        assert!(set.score(&["a"], Golds::One(None), None).is_err());
-        assert!(set.score(&["a"], Golds::One(None), Some(&[1, 2])).is_err());
+        assert!(set.score(&["a"], Golds::One(None), None, None).is_err());
         assert!(set
-            .score(&["a", "b"], Golds::Each(&[Some("x")]), Some(&[1, 2]))
+            .score(&["a"], Golds::One(None), Some(&[1, 2]), None)
+            .is_err());
+        assert!(set
+            .score(&["a", "b"], Golds::Each(&[Some("x")]), Some(&[1, 2]), None)
             .is_err());
         let s = set
-            .score(&["a", "b"], Golds::One(None), Some(&[9, 11]))
+            .score(&["a", "b"], Golds::One(None), Some(&[9, 11]), None)
             .expect("scored");
         assert_eq!(s.total, vec![-0.5, -1.0]);
     }
@@ -613,22 +649,25 @@ mod tests {
         };
         let preds = ["\\boxed{\\frac{1}{2}}", "so 0.5", "\\boxed{3}", "x"];
         let s = set
-            .score(&preds, Golds::One(Some("\\frac12")), None)
+            .score(&preds, Golds::One(Some("\\frac12")), None, None)
             .expect("scored");
         assert_eq!(s.total, vec![1.0, 1.0, 0.0, 0.0]);
         let s = set
-            .score(&preds[..1], Golds::One(Some("")), None)
+            .score(&preds[..1], Golds::One(Some("")), None, None)
             .expect("scored");
         assert!(s.total[0].is_nan(), "an empty gold is unscorable");
         let golds = [Some("3"), None];
         let v = verify_batch(
             Golds::Each(&golds),
             &["\\boxed{3}", "3"],
+            None,
             &VerifyOptions::default(),
         )
         .expect("verified");
         assert_eq!(v, vec![1.0, 0.0]);
-        assert!(verify_batch(Golds::Each(&golds), &["3"], &VerifyOptions::default()).is_err());
+        assert!(
+            verify_batch(Golds::Each(&golds), &["3"], None, &VerifyOptions::default()).is_err()
+        );
     }
 
     #[test]
@@ -638,7 +677,9 @@ mod tests {
         };
         let texts: Vec<String> = (0..1000).map(|i| format!("x{}", i * 7)).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let s = set.score(&refs, Golds::One(None), None).expect("scored");
+        let s = set
+            .score(&refs, Golds::One(None), None, None)
+            .expect("scored");
         let want: Vec<f32> = (0..1000)
             .map(|i| if i * 7 >= 100 { 1.0 } else { 0.0 })
             .collect();
@@ -659,6 +700,7 @@ mod tests {
                 &[None, Some("\\boxed{3}")],
                 Golds::One(Some("3")),
                 Some(&[6, 6]),
+                None,
             )
             .expect("scored");
         // The format `^$` would pay an empty text: an unread one gets 0.
@@ -668,7 +710,7 @@ mod tests {
         );
         assert_eq!(s.total, vec![-0.25, 0.75]);
         let s = set
-            .score_texts(&[None], Golds::One(Some("")), Some(&[1]))
+            .score_texts(&[None], Golds::One(Some("")), Some(&[1]), None)
             .expect("scored");
         assert!(
             s.columns[0][0].is_nan(),
@@ -685,17 +727,17 @@ mod tests {
     fn an_unread_side_is_a_non_match_with_its_reason() {
         use crate::verify::{verify_text, Unread};
         let o = VerifyOptions::default();
-        let v = verify_text(Ok("3"), Err(Unread::NotUnicode), &o);
+        let v = verify_text(Ok("3"), Err(Unread::NotUnicode), false, &o);
         assert_eq!(
             (v.matched, v.reason.as_str(), v.gold.as_deref(), v.pred),
             (false, "not valid unicode", Some("3"), None)
         );
-        let v = verify_text(Err(Unread::NotUnicode), Ok("3"), &o);
+        let v = verify_text(Err(Unread::NotUnicode), Ok("3"), false, &o);
         assert_eq!(
             (v.matched, v.reason.as_str()),
             (false, "not valid unicode: gold")
         );
-        let v = verify_text(Ok(""), Err(Unread::NotUnicode), &o);
+        let v = verify_text(Ok(""), Err(Unread::NotUnicode), false, &o);
         assert_eq!(v.reason, "no gold answer", "the gold's problem comes first");
         // The reasons of a text refused unread are those of one read in full.
         let long = "1".repeat(o.extract.max_len + 1);
@@ -709,7 +751,7 @@ mod tests {
         }
         for (g, p) in [("3", long.as_str()), (long.as_str(), "3")] {
             let read = verify(g, p, &o);
-            assert_eq!(verify_text(unread(g, max), unread(p, max), &o), read);
+            assert_eq!(verify_text(unread(g, max), unread(p, max), false, &o), read);
         }
     }
 }

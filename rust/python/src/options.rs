@@ -80,7 +80,7 @@ fn rules_of(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<Rule>>> {
 
 /// A bool option: `True` / `False` (numpy's too); a truthy `"no"` or `0.5`
 /// is a mistake, not a yes.
-fn flag(name: &str, value: Option<&Bound<'_, PyAny>>, default: bool) -> PyResult<bool> {
+pub fn flag(name: &str, value: Option<&Bound<'_, PyAny>>, default: bool) -> PyResult<bool> {
     let Some(v) = value else {
         return Ok(default);
     };
@@ -275,4 +275,37 @@ impl PyVerifyOptions {
             py_bool(self.inner.extract.think)
         )
     }
+}
+
+/// Per-item flags: `None`, one bool for every item, or a sequence of bools
+/// (a list, a tuple or a 1-D numpy array), one per item (the core checks
+/// the length).
+pub fn flags(
+    name: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    n: usize,
+) -> PyResult<Option<Vec<bool>>> {
+    let Some(v) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if v.is_instance_of::<PyString>() {
+        return Err(invalid(format!(
+            "{name} must be a bool or a sequence of bools, not {}",
+            shown(v)
+        )));
+    }
+    if let Ok(b) = flag(name, Some(v), false) {
+        return Ok(b.then(|| vec![true; n]));
+    }
+    let items = v.try_iter().map_err(|_| {
+        invalid(format!(
+            "{name} must be a bool or a sequence of bools, not {}",
+            shown(v)
+        ))
+    })?;
+    let mut out = Vec::new();
+    for (i, item) in items.enumerate() {
+        out.push(flag(&format!("{name}[{i}]"), Some(&item?), false)?);
+    }
+    Ok(Some(out))
 }

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString};
 
 use crate::errors::{invalid, run, to_pyerr};
-use crate::options::{count, PyExtractOptions, PyVerifyOptions};
+use crate::options::{count, flag, flags, PyExtractOptions, PyVerifyOptions};
 use crate::text::{self, shown, type_name, Held};
 
 fn extracted(e: Option<Extracted<'_>>) -> Option<(Vec<String>, &'static str)> {
@@ -99,33 +99,41 @@ fn verdict_tuple(v: Verdict) -> VerdictTuple {
 /// `(matched, reason, gold, pred)` of one pair; the façade
 /// `grpo_fast.verify` documents the arguments.
 #[pyfunction]
+#[pyo3(signature = (gold, pred, options, truncated=None))]
 pub fn verify(
     py: Python<'_>,
     gold: &Bound<'_, PyAny>,
     pred: &Bound<'_, PyAny>,
     options: PyRef<'_, PyVerifyOptions>,
+    truncated: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<VerdictTuple> {
     let opts = &options.inner;
+    let truncated = flag("truncated", truncated, false)?;
     let gold = text::one("gold", gold, opts.extract.max_len)?;
     let pred = text::one("pred", pred, opts.extract.max_len)?;
     let (g, p) = (gold.text(), pred.text());
     run(py, || {
-        Ok(verdict_tuple(core_verify::verify_text(g, p, opts)))
+        Ok(verdict_tuple(core_verify::verify_text(
+            g, p, truncated, opts,
+        )))
     })
 }
 
 /// 1.0 / 0.0 per pair, across the core's threads; a pair with a side that
 /// is not read (over the limit, not valid Unicode) is 0.0.
 #[pyfunction]
+#[pyo3(signature = (golds, preds, options, truncated=None))]
 pub fn verify_batch<'py>(
     py: Python<'py>,
     golds: &Bound<'py, PyAny>,
     preds: &Bound<'py, PyAny>,
     options: PyRef<'py, PyVerifyOptions>,
+    truncated: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let opts = &options.inner;
     let limit = opts.extract.max_len;
     let held = text::list("preds", preds, limit)?;
+    let truncated = flags("truncated", truncated, held.len())?;
     let gold_held = text::Golds::new(golds, limit)?;
     let texts: Vec<Text<'_>> = held.iter().map(Held::text).collect();
     let gold_texts = gold_held.texts();
@@ -141,7 +149,9 @@ pub fn verify_batch<'py>(
     } else {
         Golds::Each(&golds)
     };
-    let mut out = run(py, || reward::verify_batch(view, &preds, opts))?;
+    let mut out = run(py, || {
+        reward::verify_batch(view, &preds, truncated.as_deref(), opts)
+    })?;
     let unread_gold = |i: usize| {
         let g = if gold_held.one {
             &gold_texts[0]
@@ -307,7 +317,7 @@ impl PyRewardSet {
     }
 
     /// `(total [N], columns [n_specs, N])`, float32.
-    #[pyo3(signature = (completions, golds, lengths))]
+    #[pyo3(signature = (completions, golds, lengths, truncated=None))]
     #[allow(clippy::type_complexity)]
     fn score<'py>(
         &self,
@@ -315,9 +325,11 @@ impl PyRewardSet {
         completions: &Bound<'py, PyAny>,
         golds: &Bound<'py, PyAny>,
         lengths: Option<PyReadonlyArray1<'py, i64>>,
+        truncated: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray2<f32>>)> {
         let set: &RewardSet = &self.inner;
         let held = text::list("completions", completions, set.read_limit())?;
+        let truncated = flags("truncated", truncated, held.len())?;
         // Golds are read in full (an exact-match gold has no length limit);
         // one that is not valid Unicode is no usable gold.
         let gold_held = text::Golds::new(golds, usize::MAX)?;
@@ -353,8 +365,9 @@ impl PyRewardSet {
                 )
             }
         };
-        let Scores { total, columns } =
-            run(py, || set.score_texts(&texts, view, lengths.as_deref()))?;
+        let Scores { total, columns } = run(py, || {
+            set.score_texts(&texts, view, lengths.as_deref(), truncated.as_deref())
+        })?;
         let n = total.len();
         let flat: Vec<f32> = columns.into_iter().flatten().collect();
         let grid = Array2::from_shape_vec((set.specs.len(), n), flat)

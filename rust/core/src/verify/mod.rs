@@ -2,9 +2,17 @@
 //! them, compare. Every way of not matching says why in [`Verdict::reason`].
 
 use crate::extract::{
-    answer_region, extract_answer, extract_gold, over_limit, ExtractOptions, Hedge,
+    extract_gold, find_answer, over_limit, ExtractOptions, Extracted, Hedge, Hints, OfferKind,
+    OfferValue,
 };
 use crate::math::{self, CompareOptions, Limits, ParseOptions, Rejection, Value};
+
+mod forms;
+
+use forms::{
+    after_choice_label, gold_choice, pred_choice, prose_word_count, prose_words, MAX_ANSWER_WORDS,
+    UNSCORABLE_PROSE,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerifyOptions {
@@ -92,6 +100,15 @@ pub struct Gold {
     value: Value,
     /// The extracted parts, for the identical-answer shortcut.
     parts: Vec<Box<str>>,
+    /// The gold is a choice letter (`C`, `(C)`): a completion's letter is
+    /// compared without case (`\boxed{c}`, `DDDDD`, `(C) 4.2 m`).
+    choice: Option<char>,
+    /// The gold is text of several words (`New York`), normalised: it is
+    /// compared whole, never as its first word.
+    words: Option<String>,
+    /// The gold holds several values (a list, a set, a union): alternatives
+    /// offered together may form it.
+    multi: bool,
     /// `compare(value, value)`, computed the first time a completion's answer
     /// is the gold's text itself (the usual correct answer).
     self_match: std::cell::OnceCell<Result<bool, Rejection>>,
@@ -115,20 +132,45 @@ impl Gold {
         let popts = ParseOptions {
             limits: opts.limits.clone(),
         };
-        match parse_parts(&g.parts, &popts) {
-            Ok(value) => Ok(Gold {
-                value,
-                parts: g.parts.iter().map(|p| Box::from(*p)).collect(),
-                self_match: std::cell::OnceCell::new(),
-            }),
-            Err(Rejection::OverBudget(why)) => Err(verdict(
-                false,
-                format!("over budget: gold: {why}"),
-                None,
-                None,
-            )),
-            Err(e) => Err(verdict(false, format!("unparseable gold: {e}"), None, None)),
-        }
+        let one = (g.parts.len() == 1).then(|| g.parts[0]);
+        let words = one.and_then(prose_words);
+        let parsed = match &words {
+            // Text of several words is compared whole (its value is shown
+            // as the text); a sentence is no answer.
+            Some(w) if w.split(' ').count() > MAX_ANSWER_WORDS => {
+                return Err(verdict(false, UNSCORABLE_PROSE, None, None))
+            }
+            Some(w) => math::parse(&format!("\\text{{{w}}}"), &popts),
+            None => parse_parts(&g.parts, &popts),
+        };
+        let value = match parsed {
+            // Several words read as one name (`the red one` as `the`): no answer.
+            Ok(v)
+                if words.is_none()
+                    && v.kind() == "text"
+                    && one.is_some_and(|p| prose_word_count(p) > 1) =>
+            {
+                return Err(verdict(false, UNSCORABLE_PROSE, None, None))
+            }
+            Ok(v) => v,
+            Err(Rejection::OverBudget(why)) => {
+                return Err(verdict(
+                    false,
+                    format!("over budget: gold: {why}"),
+                    None,
+                    None,
+                ))
+            }
+            Err(e) => return Err(verdict(false, format!("unparseable gold: {e}"), None, None)),
+        };
+        Ok(Gold {
+            multi: matches!(value.kind(), "list" | "set" | "union"),
+            value,
+            parts: g.parts.iter().map(|p| Box::from(*p)).collect(),
+            choice: one.and_then(gold_choice),
+            words,
+            self_match: std::cell::OnceCell::new(),
+        })
     }
 }
 
@@ -168,24 +210,30 @@ fn cached_gold(gold: &str, opts: &VerifyOptions) -> std::rc::Rc<Result<Gold, Ver
 /// so consecutive completions of one gold (a GRPO group, through
 /// `verify_batch` or one call each) parse it once; the verdict is the same.
 pub fn verify(gold: &str, pred: &str, opts: &VerifyOptions) -> Verdict {
+    verify_cut(gold, pred, false, opts)
+}
+
+/// [`verify`] of a completion that may have been cut off at the token
+/// limit (`truncated`: see [`Hints::truncated`]).
+pub fn verify_cut(gold: &str, pred: &str, truncated: bool, opts: &VerifyOptions) -> Verdict {
     match &*cached_gold(gold, opts) {
-        Ok(g) => verify_gold(g, pred, opts),
+        Ok(g) => verify_gold(g, pred, truncated, opts),
         Err(v) => v.clone(),
     }
 }
 
-/// [`verify`]'s `matched`, or `None` when the gold has no usable answer
+/// [`verify_cut`]'s `matched`, or `None` when the gold has no usable answer
 /// (nothing is rendered: the batch path).
-pub fn verify_match(gold: &str, pred: &str, opts: &VerifyOptions) -> Option<bool> {
+pub fn verify_match(gold: &str, pred: &str, truncated: bool, opts: &VerifyOptions) -> Option<bool> {
     match &*cached_gold(gold, opts) {
-        Ok(g) => Some(judge(g, pred, opts).matched),
+        Ok(g) => Some(judge(g, pred, truncated, opts).matched),
         Err(_) => None,
     }
 }
 
 /// Whether `pred` answers a prepared gold.
-pub fn verify_gold(g: &Gold, pred: &str, opts: &VerifyOptions) -> Verdict {
-    let o = judge(g, pred, opts);
+pub fn verify_gold(g: &Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> Verdict {
+    let o = judge(g, pred, truncated, opts);
     Verdict {
         matched: o.matched,
         reason: o.reason.into_owned(),
@@ -213,30 +261,46 @@ fn outcome<'g>(
     }
 }
 
-fn judge<'g>(g: &'g Gold, pred: &str, opts: &VerifyOptions) -> Outcome<'g> {
+fn judge<'g>(g: &'g Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> Outcome<'g> {
     use std::borrow::Cow;
     let gv = &g.value;
-    if over_limit(pred, &opts.extract) {
-        return outcome(
-            false,
-            "over budget: completion longer than the extraction limit",
-            None,
-        );
-    }
-    let Some(e) = extract_answer(pred, &opts.extract) else {
-        let why = answer_region(pred, &opts.extract)
-            .err()
-            .unwrap_or("no answer found");
-        return outcome(false, why, None);
+    let hints = Hints {
+        truncated,
+        choice: g.choice.is_some(),
     };
-    if e.hedge == Some(Hedge::Negated) {
-        return outcome(false, format!("hedge: {}", Hedge::Negated.describe()), None);
+    let e = match find_answer(pred, &opts.extract, hints) {
+        Ok(e) => e,
+        Err(why) => return outcome(false, why, None),
+    };
+    // Alternatives are judged as a collection below; every other hedge voids.
+    if let Some(h) = e.hedge.filter(|h| *h != Hedge::Alternatives) {
+        return outcome(false, format!("hedge: {}", h.describe()), None);
     }
     let copts = CompareOptions {
         rel_tol: opts.rel_tol,
         allow_set_relation_comp: opts.allow_set_relation_comp,
         limits: opts.limits.clone(),
     };
+    let popts = ParseOptions {
+        limits: opts.limits.clone(),
+    };
+    let single = (e.parts.len() == 1).then(|| e.parts[0]);
+    // A choice letter against a choice gold, in any case.
+    if let (Some(want), Some(part), None) = (g.choice, single, e.hedge) {
+        if let Some(got) = pred_choice(part) {
+            return settle(g, &e, got == want, None, &copts, &popts);
+        }
+    }
+    // Text of several words, on either side, is compared whole (never as
+    // its first word).
+    let pred_words = single.and_then(prose_words);
+    if g.words.is_some() || pred_words.is_some() {
+        if let Some(w) = pred_words {
+            let same = g.words.as_ref() == Some(&w);
+            let shown = math::parse(&format!("\\text{{{w}}}"), &popts).ok();
+            return settle(g, &e, same, shown.map(Cow::Owned), &copts, &popts);
+        }
+    }
     // The answer written exactly as the gold: the same parse, so the same
     // value; whether a value equals itself is decided once per gold.
     let same_text =
@@ -248,33 +312,123 @@ fn judge<'g>(g: &'g Gold, pred: &str, opts: &VerifyOptions) -> Outcome<'g> {
             .clone();
         (Cow::Borrowed(gv), r)
     } else {
-        let popts = ParseOptions {
-            limits: opts.limits.clone(),
-        };
-        let parsed = match parse_parts(&e.parts, &popts) {
-            Ok(v) => v,
-            Err(Rejection::Empty) => return outcome(false, "empty answer", None),
-            Err(Rejection::OverBudget(why)) => {
-                return outcome(false, format!("over budget: {why}"), None)
+        match parse_parts(&e.parts, &popts) {
+            Ok(v) => {
+                let r = math::compare(gv, &v, &copts);
+                (Cow::Owned(v), r)
             }
-            // `$3$ (or $4$)`: alternatives that do not parse as one value.
-            Err(err) if e.hedge.is_some() => {
-                let h = e.hedge.map_or("", |h| h.describe());
-                return outcome(false, format!("hedge: {h} ({err})"), None);
+            Err(err) => {
+                // `(C) 42` against 42: the option's text answers.
+                if let Some(m) = by_option_text(g, &e, &copts, &popts) {
+                    return m;
+                }
+                return match err {
+                    Rejection::Empty => outcome(false, "empty answer", None),
+                    Rejection::OverBudget(why) => {
+                        outcome(false, format!("over budget: {why}"), None)
+                    }
+                    // `$3$ (or $4$)`: alternatives that do not parse as one value.
+                    err if e.hedge.is_some() => {
+                        let h = e.hedge.map_or("", |h| h.describe());
+                        outcome(false, format!("hedge: {h} ({err})"), None)
+                    }
+                    err => outcome(false, format!("unparseable answer: {err}"), None),
+                };
             }
-            Err(err) => return outcome(false, format!("unparseable answer: {err}"), None),
-        };
-        let r = math::compare(gv, &parsed, &copts);
-        (Cow::Owned(parsed), r)
+        }
     };
     match result {
-        Ok(true) => outcome(true, "match", Some(pv)),
+        Ok(true) => settle(g, &e, true, Some(pv), &copts, &popts),
         Ok(false) => {
+            if let Some(m) = by_option_text(g, &e, &copts, &popts) {
+                return m;
+            }
             let why = no_match_reason(gv, &pv, e.hedge);
             outcome(false, why, Some(pv))
         }
         Err(e) => outcome(false, e.to_string(), Some(pv)),
     }
+}
+
+/// The verdict of an answer `same` as the gold or not: a match stands only
+/// when every value the completion offers besides it (alternatives against
+/// a single-valued gold, restatements, candidates after the final answer)
+/// equals the gold too.
+fn settle<'g>(
+    g: &'g Gold,
+    e: &Extracted<'_>,
+    same: bool,
+    pv: Option<std::borrow::Cow<'g, Value>>,
+    copts: &CompareOptions,
+    popts: &ParseOptions,
+) -> Outcome<'g> {
+    if !same {
+        return outcome(false, "no match", pv);
+    }
+    match differing_offer(g, e, copts, popts) {
+        Some(kind) => {
+            let what = match kind {
+                OfferKind::Alternative => Hedge::Alternatives.describe(),
+                OfferKind::Restated => "a restatement that is another value",
+                OfferKind::After => Hedge::Proposed.describe(),
+            };
+            outcome(false, format!("hedge: {what}"), pv)
+        }
+        None => outcome(true, "match", pv),
+    }
+}
+
+/// The kind of the first offered value that is not the gold, if any.
+fn differing_offer(
+    g: &Gold,
+    e: &Extracted<'_>,
+    copts: &CompareOptions,
+    popts: &ParseOptions,
+) -> Option<OfferKind> {
+    let mut buf = String::new();
+    e.offers.iter().find_map(|o| {
+        if o.kind == OfferKind::Alternative && g.multi {
+            return None; // the alternatives are the collection the gold is
+        }
+        let text = match o.value {
+            OfferValue::Text(t) => t,
+            OfferValue::Int(n) => {
+                buf = n.to_string();
+                &buf
+            }
+        };
+        if let Some(want) = g.choice {
+            match pred_choice(text) {
+                Some(c) => return (c != want).then_some(o.kind),
+                // `\boxed{C}, i.e. 42`: a value restating a letter cannot be told.
+                None if o.kind == OfferKind::Restated => return None,
+                None => {}
+            }
+        }
+        if let Some(w) = &g.words {
+            return (prose_words(text).as_ref() != Some(w)).then_some(o.kind);
+        }
+        let same = math::parse(text, popts)
+            .ok()
+            .is_some_and(|v| math::compare(&g.value, &v, copts) == Ok(true));
+        (!same).then_some(o.kind)
+    })
+}
+
+/// `(C) 42` against a gold value: the option's text after the letter.
+fn by_option_text<'g>(
+    g: &'g Gold,
+    e: &Extracted<'_>,
+    copts: &CompareOptions,
+    popts: &ParseOptions,
+) -> Option<Outcome<'g>> {
+    if e.parts.len() != 1 || e.hedge.is_some() || g.choice.is_some() {
+        return None;
+    }
+    let rest = after_choice_label(e.parts[0])?;
+    let v = math::parse(rest, popts).ok()?;
+    (math::compare(&g.value, &v, copts) == Ok(true))
+        .then(|| settle(g, e, true, Some(std::borrow::Cow::Owned(v)), copts, popts))
 }
 
 /// Why two parsed answers that differ do: a collection answer (several
@@ -283,7 +437,7 @@ fn judge<'g>(g: &'g Gold, pred: &str, opts: &VerifyOptions) -> Outcome<'g> {
 /// collections itself; anything else is a plain "no match".
 fn no_match_reason(gold: &Value, pred: &Value, hedge: Option<Hedge>) -> String {
     let single_gold = !matches!(gold.kind(), "list" | "set");
-    if single_gold && pred.kind() == "list" {
+    if single_gold && (pred.kind() == "list" || hedge.is_some()) {
         let what = match hedge {
             Some(h) => h.describe(),
             None => "several answers",
@@ -291,124 +445,6 @@ fn no_match_reason(gold: &Value, pred: &Value, hedge: Option<Hedge>) -> String {
         return format!("hedge: {what} against a single-valued gold");
     }
     "no match".into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(gold: &str, pred: &str) -> Verdict {
-        verify(gold, pred, &VerifyOptions::default())
-    }
-
-    #[test]
-    fn hedges_earn_nothing_with_a_reason() {
-        for (gold, pred) in [
-            ("3", "the answer is 1, 2, or 3"),
-            ("C", "The answer is (A) or (C)"),
-            ("3", "Answer: 4 or 3"),
-            ("3", "#### 4 or 3"),
-            ("3", "the answer is not 3"),
-            ("391", "\\boxed{381 or 391}"),
-            ("391", "\\boxed{381} \\boxed{391} \\boxed{401}"),
-            ("2", "Answer: x = 2 or x = -2"),
-        ] {
-            let got = v(gold, pred);
-            assert!(!got.matched, "{pred}: {got:?}");
-            assert!(got.reason.starts_with("hedge: "), "{pred}: {got:?}");
-        }
-        // A collection answer still answers a multi-valued gold.
-        assert!(v("2, -2", "Answer: x = 2 or x = -2").matched);
-        assert!(v("3", "Answer: 3 or 3").matched);
-        assert!(v("5", "Answer: 5, not 3").matched);
-        assert!(!v("3", "Answer: 5, not 3").matched);
-    }
-
-    #[test]
-    fn escaped_dollar_bold_think_and_special_tokens() {
-        for (gold, pred) in [
-            ("18", "The final answer is $\\$18$. I hope it is correct."),
-            ("18", "The answer is $\\$18$."),
-            ("18", "Answer: $\\$18$"),
-            ("42", "**42**"),
-            ("42", "**$42$**"),
-            ("5", "<think>\\boxed{3}</think> so \\boxed{5}"),
-            ("72", "#### 72<|im_end|>"),
-            ("72", "Answer: 72<eos>"),
-            ("42", "The answer is 42</s>"),
-            ("42", "\\boxed{42}<|endoftext|><|endoftext|>"),
-            ("72", "#### 72<|eot_id|><pad><pad>"),
-        ] {
-            let got = v(gold, pred);
-            assert!(got.matched, "{pred}: {got:?}");
-        }
-        let got = v("3", "<think>so \\boxed{3}");
-        assert!(!got.matched);
-        assert_eq!(got.reason, crate::extract::UNCLOSED_THINK);
-        assert_eq!(
-            v("3", "<think>\\boxed{3}</think>").reason,
-            "no answer found"
-        );
-        let off = VerifyOptions {
-            extract: ExtractOptions {
-                think: false,
-                ..ExtractOptions::default()
-            },
-            ..VerifyOptions::default()
-        };
-        assert!(verify("3", "<think>so \\boxed{3}", &off).matched);
-    }
-
-    #[test]
-    fn the_cached_gold_gives_the_uncached_verdict() {
-        let pairs = [
-            ("\\frac12", "so \\boxed{\\frac12}"),
-            ("\\frac12", "so \\boxed{0.5}"),
-            ("\\frac12", "so \\boxed{\\frac13}"),
-            ("0/0", "\\boxed{0/0}"),
-            ("0/0", "\\boxed{1}"),
-            ("", "\\boxed{1}"),
-            ("\\frac{", "\\boxed{\\frac{}"),
-            ("(2,2), (6,2)", "\\boxed{(2,2), (6,2)}"),
-            ("(2,2), (6,2)", "\\boxed{(6,2)} and \\boxed{(2,2)}"),
-            ("x^2+2x+1", "\\boxed{x^2+2x+1}"),
-            ("x^2+2x+1", "\\boxed{(x+1)^2}"),
-        ];
-        let o = VerifyOptions::default();
-        let tight = VerifyOptions {
-            rel_tol: 0.0,
-            ..VerifyOptions::default()
-        };
-        for opts in [&o, &tight] {
-            for round in 0..2 {
-                for (gold, pred) in pairs {
-                    let fresh = match Gold::new(gold, opts) {
-                        Ok(g) => verify_gold(&g, pred, opts),
-                        Err(v) => v,
-                    };
-                    // Twice in a row (a cache hit) and after another gold.
-                    assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
-                    assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
-                    let m = verify_match(gold, pred, opts);
-                    assert_eq!(m, fresh.gold.as_ref().map(|_| fresh.matched));
-                }
-            }
-        }
-        // The identical-text shortcut keeps the comparison's judgement: an
-        // undefined value matches nothing, itself included.
-        assert!(!v("0/0", "\\boxed{0/0}").matched);
-        assert!(v("x^2+2x+1", "\\boxed{x^2+2x+1}").matched);
-        // Options are part of the cache key.
-        assert!(v("\\sqrt2", "\\boxed{1.41421356}").matched);
-        let none = VerifyOptions {
-            extract: ExtractOptions {
-                rules: vec![crate::extract::Rule::Gsm8k],
-                ..ExtractOptions::default()
-            },
-            ..VerifyOptions::default()
-        };
-        assert!(!verify("\\sqrt2", "\\boxed{1.41421356}", &none).matched);
-    }
 }
 
 /// Why a text was not read: the binding decides this before converting a
@@ -426,7 +462,12 @@ pub type Text<'a> = std::result::Result<&'a str, Unread>;
 
 /// [`verify`] where either side may be unread. An unread side is a
 /// non-match, reported like an unusable one: the gold's problem first.
-pub fn verify_text(gold: Text<'_>, pred: Text<'_>, opts: &VerifyOptions) -> Verdict {
+pub fn verify_text(
+    gold: Text<'_>,
+    pred: Text<'_>,
+    truncated: bool,
+    opts: &VerifyOptions,
+) -> Verdict {
     let gold = match gold {
         Ok(g) => g,
         Err(Unread::TooLong) => {
@@ -440,7 +481,7 @@ pub fn verify_text(gold: Text<'_>, pred: Text<'_>, opts: &VerifyOptions) -> Verd
         Err(Unread::NotUnicode) => return verdict(false, "not valid unicode: gold", None, None),
     };
     let why = match pred {
-        Ok(p) => return verify(gold, p, opts),
+        Ok(p) => return verify_cut(gold, p, truncated, opts),
         Err(Unread::TooLong) => "over budget: completion longer than the extraction limit",
         Err(Unread::NotUnicode) => "not valid unicode",
     };
@@ -457,3 +498,6 @@ pub fn verify_text(gold: Text<'_>, pred: Text<'_>, opts: &VerifyOptions) -> Verd
         ..v
     }
 }
+
+#[cfg(test)]
+mod tests;

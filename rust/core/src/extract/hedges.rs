@@ -1,0 +1,698 @@
+//! Hedges: what the words of an answer say about its values (alternatives,
+//! negation, bounds and doubt, restatements), and the candidates a
+//! completion proposes after its final answer. docs/verify_semantics.md
+//! ("Which answer counts", rules 3 and 8) states the rules.
+
+use super::tokens::{bound_follows, Span, Tok, Tokens};
+use super::words::{self, Class};
+use super::{Hedge, Offer, OfferKind, OfferValue};
+
+/// What the words of a marker's value say about its values.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Prose<'a> {
+    /// Nothing to say: read the value as usual.
+    Plain,
+    /// Values offered as alternatives (`or`, `maybe`, an ellipsis, choice
+    /// letters joined by `and` or `/`): the part of the text that holds them.
+    Alternatives(&'a str),
+    /// Every value is negated (`not 3`, `isn't 3 or 4`, `3 is wrong`).
+    Negated,
+    /// Every value is a bound or a doubt (`at least 3`, `3 or more`,
+    /// `maybe 3`, `3?`).
+    Qualified,
+    /// The value breaks off (`3 or` at the end).
+    Unfinished,
+    /// Some values are negated, qualified, restated or explain; the last
+    /// plain one ends here.
+    Upto(usize),
+}
+
+/// A reading: the verdict, and the values that must equal the answer.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Reading<'a> {
+    pub(super) prose: Prose<'a>,
+    pub(super) offers: Vec<Offer<'a>>,
+    /// More offers than are kept: a hedge of itself.
+    pub(super) overflow: bool,
+}
+
+/// Offers kept per answer; more are a hedge (nobody restates an answer 16 times).
+const MAX_OFFERS: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Neg {
+    None,
+    Pending,
+    Applied,
+}
+
+/// What came between the last value and now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Since {
+    /// Nothing but punctuation: the value is right before.
+    Nothing,
+    /// Only filler words (`is`, `the`): `3 is wrong` still speaks of 3.
+    Filler,
+    /// `or` / `and` right after the value (`3 or more`, `3 and up`).
+    Joined,
+    /// `at` right after the value (`3 at least`).
+    At,
+    Other,
+}
+
+/// A run of math: from its first token to its last value.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    span: Span,
+    int: Option<i64>,
+    restated: bool,
+}
+
+#[derive(Debug)]
+struct Reader {
+    neg: Neg,
+    qual_pending: bool,
+    any_val: bool,
+    any_negated: bool,
+    any_qualified: bool,
+    /// Values after `because`, `e.g.`: read no further.
+    stopped: bool,
+    /// Reading the sentence of a value found without a marker: the long
+    /// sentences of reasoning, where `because`, `also` or `respectively`
+    /// say nothing about the value at its end.
+    in_reasoning: bool,
+    restating: bool,
+    plain: Vec<usize>,
+    /// The last value: its span, whether it is plain, whether it is a choice letter.
+    last: Option<(Span, bool, bool)>,
+    first_start: Option<usize>,
+    since: Since,
+    prev_word: Option<Class>,
+    /// The run being read: its start, and whether it has a value.
+    run: Option<(usize, bool)>,
+    /// Where alternatives start, once a joiner follows a value, and whether
+    /// that joiner is `or` (left dangling, the value breaks off), a doubt
+    /// (left dangling, the value is a doubt) or another word.
+    pending_or: Option<(usize, Class)>,
+    alt: Option<Span>,
+    /// Values joined by `and`: counted as alternatives when they are choice
+    /// letters or when no other word is written.
+    and_alt: Option<Span>,
+    pending_and: Option<usize>,
+    /// After `other`, `another`, `also`: the next value is another answer,
+    /// whatever words come between (the first value's start).
+    pending_another: Option<usize>,
+    and_choices: bool,
+    other_words: bool,
+    runs: Vec<Run>,
+}
+
+impl Reader {
+    fn new(in_reasoning: bool) -> Self {
+        Reader {
+            neg: Neg::None,
+            qual_pending: false,
+            any_val: false,
+            any_negated: false,
+            any_qualified: false,
+            stopped: false,
+            in_reasoning,
+            restating: false,
+            plain: Vec::new(),
+            last: None,
+            first_start: None,
+            since: Since::Other,
+            prev_word: None,
+            run: None,
+            pending_or: None,
+            alt: None,
+            and_alt: None,
+            pending_and: None,
+            pending_another: None,
+            and_choices: true,
+            other_words: false,
+            runs: Vec::new(),
+        }
+    }
+
+    fn value(&mut self, (start, end): Span, int: Option<i64>, choice: bool) {
+        if self.stopped {
+            return;
+        }
+        self.any_val = true;
+        self.first_start.get_or_insert(start);
+        let denied = self.neg != Neg::None;
+        let plain = if denied {
+            self.neg = Neg::Applied;
+            self.any_negated = true;
+            false
+        } else if self.qual_pending {
+            self.any_qualified = true;
+            false
+        } else {
+            !self.restating
+        };
+        self.qual_pending = false;
+        if plain {
+            self.plain.push(end);
+        }
+        // The run: a value right after math or another value extends it.
+        match self.run {
+            Some((run_start, true)) if self.since == Since::Nothing => {
+                if let Some(r) = self.runs.last_mut() {
+                    r.span = (r.span.0.min(run_start), end);
+                    r.int = None;
+                }
+            }
+            _ => {
+                let run_start = self.run.map_or(start, |(s, _)| s);
+                self.push_run(Run {
+                    span: (run_start, end),
+                    int,
+                    restated: self.restating,
+                });
+            }
+        }
+        let run_start = self.run.map_or(start, |(s, _)| s);
+        self.run = Some((run_start, true));
+        if let Some((from, _)) = self.pending_or.take() {
+            self.alt = Some((from, end));
+        } else if let Some(from) = self.pending_another.take() {
+            self.alt = Some((self.alt.map_or(from, |a| a.0), end));
+        } else if choice
+            && !denied
+            && self.since == Since::Nothing
+            && self.last.is_some_and(|l| l.2)
+        {
+            // `B, D`: several choice letters are alternatives (`C, not D`
+            // denies the other one: no alternative).
+            let from = self.alt.map_or(run_start, |a| a.0);
+            self.alt = Some((from, end));
+        }
+        if let Some(from) = self.pending_and {
+            self.and_alt = Some((from, end));
+            self.and_choices &= choice && self.last.is_some_and(|l| l.2);
+            self.pending_and = None;
+        }
+        self.last = Some(((start, end), plain, choice));
+        self.since = Since::Nothing;
+        self.prev_word = None;
+    }
+
+    fn push_run(&mut self, run: Run) {
+        self.runs.push(run);
+    }
+
+    /// The last value turns out negated (`3 is wrong`) or qualified (`3 or more`, `3?`).
+    fn void_last(&mut self, negated: bool) {
+        if let Some((span, true, choice)) = self.last {
+            if self.plain.last() == Some(&span.1) {
+                self.plain.pop();
+            }
+            self.last = Some((span, false, choice));
+            if negated {
+                self.any_negated = true;
+            } else {
+                self.any_qualified = true;
+            }
+        }
+    }
+
+    fn after_value(&self) -> bool {
+        self.last.is_some() && matches!(self.since, Since::Nothing | Since::Filler)
+    }
+
+    fn word(&mut self, w: &str) {
+        let class = words::class(w);
+        let run_has_value = matches!(self.run, Some((_, true)));
+        let first = self.first_start;
+        match class {
+            Class::Or | Class::Hedging | Class::Doubt => {
+                if run_has_value && self.after_value() {
+                    let from = self.alt.map_or(self.run.map_or(0, |r| r.0), |a| a.0);
+                    self.pending_or = Some((from, class));
+                    self.since = Since::Joined;
+                    self.run = None;
+                } else if class == Class::Doubt && !self.any_val {
+                    // `maybe 3`, `it could be 3`.
+                    self.qual_pending = true;
+                } else if class == Class::Doubt && self.last.is_some() {
+                    // `3, I guess`: the value before is a doubt.
+                    self.void_last(false);
+                }
+            }
+            Class::And => {
+                if self.after_value() {
+                    let from = self.and_alt.map_or(self.run.map_or(0, |r| r.0), |a| a.0);
+                    self.pending_and = Some(from);
+                    self.since = Since::Joined;
+                    self.run = None;
+                }
+            }
+            // `not 3`; `it is impossible for it to be 3` (a judgement
+            // before any value denies the value that follows).
+            Class::Negation => self.neg = Neg::Pending,
+            Class::Wrong if !self.any_val => self.neg = Neg::Pending,
+            Class::Wrong if self.after_value() => {
+                self.void_last(true);
+                self.since = Since::Other;
+            }
+            Class::Right if self.neg == Neg::Pending && self.after_value() => {
+                // `3 is not correct`, `3 is not the answer`.
+                self.void_last(true);
+                self.neg = Neg::None;
+                self.since = Since::Other;
+            }
+            Class::Right | Class::Filler => {
+                if self.neg == Neg::Applied {
+                    // `not 10, it's 1,000`: the negation is over.
+                    self.neg = Neg::None;
+                }
+                if w.eq_ignore_ascii_case("so") && self.since == Since::Joined {
+                    // `3 or so`.
+                    self.pending_or = None;
+                    self.void_last(false);
+                    self.since = Since::Other;
+                } else if self.since == Since::Nothing {
+                    self.since = Since::Filler;
+                }
+            }
+            Class::Bound => self.qual_pending = true,
+            Class::Comparative if self.since == Since::Joined => {
+                // `3 or more`, `3 and over`.
+                self.pending_or = None;
+                self.pending_and = None;
+                self.void_last(false);
+                self.since = Since::Other;
+            }
+            Class::At => {
+                if w.eq_ignore_ascii_case("up") && self.since == Since::Joined {
+                    // `3 and up`.
+                    self.pending_and = None;
+                    self.void_last(false);
+                    self.since = Since::Other;
+                } else if self.since == Since::Nothing {
+                    self.since = Since::At;
+                }
+            }
+            Class::Extreme => {
+                let after_at = self.prev_word == Some(Class::At);
+                let up_to = w.eq_ignore_ascii_case("to");
+                if after_at && self.since == Since::At && !up_to {
+                    // `3 at least`.
+                    self.void_last(false);
+                    self.since = Since::Other;
+                } else if after_at {
+                    // `at least 3`, `up to 3`.
+                    self.qual_pending = true;
+                }
+            }
+            Class::Restate if self.any_val => {
+                self.restating = true;
+                self.reset_run();
+            }
+            Class::Explain | Class::Example if !self.plain.is_empty() && !self.in_reasoning => {
+                self.stopped = true;
+            }
+            Class::Another if first.is_some() && !self.in_reasoning => {
+                match (first, self.last) {
+                    // `3, though 5 is also possible`: a later value said to
+                    // be another answer too.
+                    (Some(f), Some((span, ..))) if self.after_value() && span.0 > f => {
+                        self.alt = Some((self.alt.map_or(f, |a| a.0), span.1));
+                    }
+                    // `3 (the other root is 5)`.
+                    _ => {
+                        self.pending_another = first;
+                        self.run = None;
+                    }
+                }
+            }
+            Class::Respectively => {
+                if let (Some(f), Some((span, ..))) = (first, self.last) {
+                    if self.runs.len() > 1 {
+                        self.alt = Some((f, span.1));
+                    }
+                }
+            }
+            _ => {
+                self.other_words = true;
+                if self.neg == Neg::Applied {
+                    self.neg = Neg::None;
+                }
+                self.reset_run();
+            }
+        }
+        if !matches!(class, Class::Filler | Class::Right) || self.prev_word.is_none() {
+            self.prev_word = Some(class);
+        }
+    }
+
+    fn reset_run(&mut self) {
+        self.run = None;
+        self.pending_or = None;
+        self.pending_and = None;
+        self.since = Since::Other;
+    }
+
+    fn finish<'a>(mut self, v: &'a str) -> Reading<'a> {
+        let dangling = self.pending_or.map(|(_, class)| class);
+        let text = |(s, e): Span| v[s..e].trim();
+        let alt = self.alt.or(self
+            .and_alt
+            .filter(|_| self.and_choices || !self.other_words));
+        let prose = if dangling == Some(Class::Or) {
+            Prose::Unfinished
+        } else if dangling == Some(Class::Doubt) {
+            // `3, maybe`.
+            self.void_last(false);
+            if self.plain.is_empty() {
+                Prose::Qualified
+            } else {
+                Prose::Upto(*self.plain.last().unwrap_or(&0))
+            }
+        } else if let Some(span) = alt {
+            if self.any_negated {
+                Prose::Negated
+            } else {
+                Prose::Alternatives(text(span))
+            }
+        } else {
+            match self.plain.last() {
+                None if self.any_negated => Prose::Negated,
+                None if self.any_qualified => Prose::Qualified,
+                None => Prose::Plain,
+                Some(&end)
+                    if self.any_negated
+                        || self.any_qualified
+                        || self.stopped
+                        || self.runs.iter().any(|r| r.restated) =>
+                {
+                    Prose::Upto(end)
+                }
+                Some(_) => Prose::Plain,
+            }
+        };
+        let offer = |r: &Run, kind| Offer {
+            value: match r.int {
+                Some(n) => OfferValue::Int(n),
+                None => OfferValue::Text(text(r.span)),
+            },
+            kind,
+        };
+        let mut offers = Vec::new();
+        if let Some((s, e)) = alt {
+            offers.extend(
+                self.runs
+                    .iter()
+                    .filter(|r| r.span.0 >= s && r.span.1 <= e)
+                    .map(|r| offer(r, OfferKind::Alternative)),
+            );
+        }
+        if matches!(prose, Prose::Upto(_) | Prose::Plain) {
+            offers.extend(
+                self.runs
+                    .iter()
+                    .filter(|r| r.restated)
+                    .map(|r| offer(r, OfferKind::Restated)),
+            );
+        }
+        // Nobody offers or restates an answer more than MAX_OFFERS times.
+        let overflow = offers.len() > MAX_OFFERS;
+        offers.truncate(MAX_OFFERS);
+        Reading {
+            prose,
+            offers,
+            overflow,
+        }
+    }
+}
+
+/// Reads a value's values (numbers, `$…$` spans, LaTeX commands, choice
+/// letters, number words, numerals) and words: `or` (or a hedging word, an
+/// ellipsis) between values makes alternatives; `not`, `never`, `…n't`
+/// before a value negates it, as `is wrong` or `is not correct` after it
+/// does; a bound (`at least`, `more than`, `or more`) or a doubt (`maybe`,
+/// `could be`, a question mark) qualifies it; values after `i.e.`,
+/// `namely` or `equivalently` restate it, and values after `because` or
+/// `e.g.` are not read. One pass, linear.
+pub(super) fn read_prose(v: &str) -> Reading<'_> {
+    read(v, false)
+}
+
+/// [`read_prose`] of the sentence a value found without a marker stands in:
+/// `because`, `e.g.`, `also` and `respectively` are words like any other there.
+pub(super) fn read_sentence(v: &str) -> Reading<'_> {
+    read(v, true)
+}
+
+fn read(v: &str, in_reasoning: bool) -> Reading<'_> {
+    let mut r = Reader::new(in_reasoning);
+    for tok in Tokens::new(v) {
+        match tok {
+            Tok::Value { span, int, choice } => r.value(span, int, choice),
+            Tok::Math((s, _)) => {
+                r.run.get_or_insert((s, false));
+                if r.since != Since::Nothing {
+                    r.since = Since::Other;
+                }
+            }
+            Tok::Word(w, _) => r.word(w),
+            Tok::Ellipsis(_) => {
+                if r.after_value() && !r.stopped {
+                    let from = r.alt.map_or(r.run.map_or(0, |x| x.0), |a| a.0);
+                    r.pending_or = Some((from, Class::Hedging));
+                    r.since = Since::Joined;
+                    r.run = None;
+                }
+            }
+            Tok::Slash(_) => {
+                // `B/D`: choice letters offered together.
+                if r.last.is_some_and(|l| l.2) && r.since == Since::Nothing {
+                    let from = r.alt.map_or(r.run.map_or(0, |x| x.0), |a| a.0);
+                    r.pending_or = Some((from, Class::Hedging));
+                    r.since = Since::Joined;
+                    r.run = None;
+                }
+            }
+            Tok::Question(_) | Tok::Bound(_) => {
+                if r.last.is_some() && r.since == Since::Nothing {
+                    r.void_last(false);
+                }
+            }
+            Tok::Stop(_) => {
+                r.qual_pending = false;
+                if r.neg == Neg::Applied {
+                    r.neg = Neg::None;
+                }
+                r.since = Since::Other;
+            }
+        }
+    }
+    r.finish(v)
+}
+
+/// Whether one extracted part hedges, and its offers.
+pub(super) fn hedge_of(part: &str) -> (Option<Hedge>, Vec<Offer<'_>>) {
+    if !has_words(part) {
+        return (None, Vec::new());
+    }
+    let r = read_prose(part);
+    let hedge = match r.prose {
+        _ if r.overflow => Some(Hedge::Proposed),
+        Prose::Alternatives(_) => Some(Hedge::Alternatives),
+        Prose::Negated => Some(Hedge::Negated),
+        Prose::Qualified => Some(Hedge::Qualified),
+        Prose::Unfinished => Some(Hedge::Unfinished),
+        // A box that only partly holds its answer (`\boxed{3 \text{ is wrong}, 4}`)
+        // is read whole; the verdict above already voided what it must.
+        Prose::Plain | Prose::Upto(_) => None,
+    };
+    (hedge, r.offers)
+}
+
+/// Words after which a value is a step of a check, not a proposal.
+const CHECKING: [&str; 14] = [
+    "let",
+    "check",
+    "checking",
+    "verify",
+    "verifying",
+    "test",
+    "confirm",
+    "plug",
+    "plugging",
+    "substitute",
+    "substituting",
+    "double",
+    "recall",
+    "note",
+];
+
+/// The candidates a completion proposes after its final answer (`\boxed{3}
+/// or 4`, `The answer is 3. Or maybe 4.`, `Wait, it could be 4.`,
+/// `Actually, the answer is 4`): a value that follows, within three words,
+/// `or` opening a clause, a doubt or hedging word, `actually`, `instead`,
+/// `rather`, or the word `answer`. Each must equal the answer. `None`: more
+/// than [`MAX_OFFERS`] (a hedge of itself).
+///
+/// `retracted`: before any other value, the coda judges the answer wrong
+/// (`\\boxed{3} is wrong`, `Wait, that's not right.`).
+pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
+    let mut offers = Vec::new();
+    let (mut retracted, mut negation, mut any_value) = (false, false, false);
+    // Words left before a cue lapses.
+    let mut cue: Option<u8> = None;
+    let mut clause_start = true;
+    // The proposal being read: its start, the end of its last value (None:
+    // no value yet) and the integer of a lone number word.
+    let mut open: Option<(usize, Option<usize>, Option<i64>)> = None;
+    let close = |open: &mut Option<(usize, Option<usize>, Option<i64>)>,
+                 offers: &mut Vec<Offer<'a>>| {
+        if let Some((s, Some(e), int)) = open.take() {
+            offers.push(Offer {
+                value: match int {
+                    Some(n) => OfferValue::Int(n),
+                    None => OfferValue::Text(coda[s..e].trim()),
+                },
+                kind: OfferKind::After,
+            });
+        }
+    };
+    for tok in Tokens::new(coda) {
+        match tok {
+            Tok::Value { span, int, .. } => {
+                any_value = true;
+                match open.as_mut() {
+                    Some(o) => {
+                        o.2 = if o.1.is_none() && o.0 == span.0 {
+                            int
+                        } else {
+                            None
+                        };
+                        o.1 = Some(span.1);
+                    }
+                    None if cue.is_some() => open = Some((span.0, Some(span.1), int)),
+                    None => {}
+                }
+                cue = None;
+                clause_start = false;
+            }
+            Tok::Math(span) => {
+                if open.is_none() && cue.is_some() {
+                    open = Some((span.0, None, None));
+                    cue = None;
+                }
+                clause_start = false;
+            }
+            Tok::Word(w, _) => {
+                close(&mut open, &mut offers);
+                let class = words::class(w);
+                if !any_value {
+                    match class {
+                        Class::Wrong => retracted = true,
+                        Class::Negation => negation = true,
+                        Class::Right if negation => retracted = true,
+                        _ => {}
+                    }
+                }
+                let starts = clause_start;
+                clause_start = false;
+                let is = |s: &str| w.eq_ignore_ascii_case(s);
+                if (class == Class::Or && starts)
+                    || matches!(class, Class::Doubt | Class::Hedging)
+                    || is("actually")
+                    || is("instead")
+                    || is("rather")
+                    || is("answer")
+                {
+                    cue = Some(3);
+                } else if matches!(class, Class::Explain | Class::Example)
+                    || CHECKING.iter().any(|c| is(c))
+                {
+                    cue = None;
+                } else if let Some(n) = cue {
+                    cue = n.checked_sub(1);
+                }
+            }
+            Tok::Stop(_) | Tok::Question(_) => {
+                close(&mut open, &mut offers);
+                cue = None;
+                clause_start = true;
+            }
+            Tok::Ellipsis(_) | Tok::Slash(_) | Tok::Bound(_) => {}
+        }
+        if offers.len() > MAX_OFFERS {
+            return None;
+        }
+    }
+    close(&mut open, &mut offers);
+    Some(Coda { offers, retracted })
+}
+
+/// What the text after the final answer says (see [`proposals`]).
+pub(super) struct Coda<'a> {
+    pub(super) offers: Vec<Offer<'a>>,
+    pub(super) retracted: bool,
+}
+
+/// Whether the words before a marker in its clause doubt it (`Perhaps the
+/// answer is 5`), make it a supposition (`If the answer is 5, ...`) or
+/// deny it (`I don't think the answer is 5`): a qualified or negated answer.
+pub(super) fn lead_in(words_before: &str) -> Option<Hedge> {
+    let mut hedge = None;
+    let mut negation = false;
+    for w in words_before
+        .split(|c: char| !(c.is_ascii_alphabetic() || c == '\''))
+        .filter(|w| !w.is_empty())
+    {
+        let is = |list: &[&str]| list.iter().any(|a| w.eq_ignore_ascii_case(a));
+        if is(&["but", "so", "therefore", "thus", "hence", "however", "now"]) {
+            hedge = None;
+            negation = false;
+        } else if is(&[
+            "maybe", "perhaps", "possibly", "possible", "might", "could", "may", "guess", "if",
+            "suppose", "assume", "assuming", "whether", "unless", "unsure", "doubt", "wonder",
+        ]) {
+            hedge = Some(Hedge::Qualified);
+        } else if words::class(w) == Class::Negation {
+            negation = true;
+        } else if negation && is(&["think", "believe", "sure", "certain"]) {
+            hedge = Some(Hedge::Negated);
+        }
+    }
+    hedge
+}
+
+/// Whether a part has anything the hedge reader reads besides numbers and
+/// commands: a letter outside a command name, a question mark, a slash, an
+/// ellipsis, a bound sign (`5+`) or a non-ASCII character. Most boxes have none (`12`,
+/// `\\frac{1}{2}`): they cannot hedge, and are not read.
+fn has_words(part: &str) -> bool {
+    let b = part.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                let start = i + 1;
+                i = start;
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                if matches!(&part[start..i], "ldots" | "dots" | "cdots") {
+                    return true;
+                }
+                continue;
+            }
+            b'?' | b'/' | 0x80.. => return true,
+            b'+' if i > 0 && b[i - 1].is_ascii_digit() && bound_follows(&b[i + 1..]) => {
+                return true;
+            }
+            b'.' if b.get(i + 1) == Some(&b'.') => return true,
+            c if c.is_ascii_alphabetic() => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}

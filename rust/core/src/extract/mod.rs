@@ -1,0 +1,327 @@
+//! Finding the final answer in a completion.
+//!
+//! One pass of an Aho-Corasick automaton over the text records every marker
+//! (`\boxed`, `<answer>`, `the final answer is`, `####`, `answer:`,
+//! `answer is`); the rules then read the recorded positions in priority
+//! order, so the cost is linear in the input length whatever the rule list.
+//! What counts as the answer is decided in docs/verify_semantics.md ("Which answer
+//! counts"): explicit markers first (all boxes together, otherwise the last
+//! occurrence of a marker), then the last mathematical value near the end.
+//!
+//! One file per concept: [`region`] (special tokens, reasoning blocks),
+//! [`markers`] (the line markers and their values), [`boxes`], [`hedges`]
+//! (what an answer's words say about its values), [`fallback`] (the
+//! no-marker rules) and [`scan`] (the rules in priority order).
+
+use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
+
+mod boxes;
+mod clause;
+mod fallback;
+mod hedges;
+mod markers;
+mod region;
+mod scan;
+#[cfg(test)]
+mod tests;
+mod tokens;
+mod words;
+
+use region::strip_special_tokens;
+pub use region::{answer_region, UNCLOSED_THINK};
+use scan::Scan;
+
+/// Which rule found an answer; its name is the `snake_case` of the variant
+/// (see `crate::names`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, EnumString, IntoStaticStr, VariantNames, VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
+pub enum Rule {
+    /// `\boxed{…}` / `\fbox{…}` (nested braces; every box is one part).
+    Boxed,
+    /// `<answer>…</answer>` (the last pair).
+    AnswerTag,
+    /// `Final Answer: The final answer is X` (Minerva / MATH prompting).
+    FinalAnswer,
+    /// GSM8K's `#### X`.
+    Gsm8k,
+    /// `Answer: X` / `**Answer:** X`.
+    AnswerColon,
+    /// `the answer is X`.
+    AnswerIs,
+    /// The last of bold, choice letter, `$…$` span and number near the end.
+    /// Only ever a rule to try; an answer reports the rule that found it.
+    LastValue,
+    /// `**X**`.
+    Bold,
+    /// A choice letter: `(C)` or a lone capital letter ending the text.
+    Choice,
+    /// `$…$`, `$$…$$`, `\(…\)` or `\[…\]`.
+    MathSpan,
+    /// The last number (`-1,234.5`, `3/4`, `12%`).
+    LastNumber,
+    /// A text without markers that is itself an answer (`\frac{0}{1}`,
+    /// `1 000`, `x \ge 2`: no prose, one short line). For a gold, any text
+    /// without markers is the answer itself.
+    Bare,
+}
+
+impl Rule {
+    /// The rule's name, as the Python API spells it.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// Every rule, in the default priority (plus the parts of `LastValue` and `Bare`).
+    pub const ALL: &'static [Rule] = <Rule as VariantArray>::VARIANTS;
+
+    /// The rule called `name` (see [`Rule::name`]).
+    pub fn from_name(name: &str) -> Option<Rule> {
+        name.parse().ok()
+    }
+
+    /// The rules that read a completion without a marker: a cut-off
+    /// completion is not read by them (see [`find_answer`]).
+    fn is_fallback(self) -> bool {
+        matches!(
+            self,
+            Rule::Bare
+                | Rule::LastValue
+                | Rule::Bold
+                | Rule::Choice
+                | Rule::MathSpan
+                | Rule::LastNumber
+        )
+    }
+
+    fn is_marker(self) -> bool {
+        matches!(
+            self,
+            Rule::Boxed
+                | Rule::AnswerTag
+                | Rule::FinalAnswer
+                | Rule::Gsm8k
+                | Rule::AnswerColon
+                | Rule::AnswerIs
+        )
+    }
+}
+
+/// What to look for and how far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractOptions {
+    /// Rules in priority order; the first that finds something wins.
+    pub rules: Vec<Rule>,
+    /// Texts longer than this many bytes are not searched (see [`over_limit`]).
+    pub max_len: usize,
+    /// How near the end (in bytes) a value must end for the no-marker rules.
+    pub tail_len: usize,
+    /// Bold text longer than this many bytes is prose, not an answer.
+    pub max_bold_len: usize,
+    /// A completion longer than this many bytes is never a bare answer.
+    pub max_bare_len: usize,
+    /// Reasoning is not the answer: with `</think>` present only the text
+    /// after the last one is searched, and a completion whose last tag is an
+    /// opening `<think>` (cut off mid-thought) has no answer. `false` searches
+    /// the whole text.
+    pub think: bool,
+}
+
+/// The default rule priority of docs/verify_semantics.md.
+pub const DEFAULT_RULES: [Rule; 8] = [
+    Rule::Boxed,
+    Rule::AnswerTag,
+    Rule::FinalAnswer,
+    Rule::Gsm8k,
+    Rule::AnswerColon,
+    Rule::AnswerIs,
+    Rule::Bare,
+    Rule::LastValue,
+];
+
+/// Default input limit: 256 KiB, about 64k tokens. The worst input of that
+/// size (`\boxed{` repeated) takes a few milliseconds.
+pub const DEFAULT_MAX_LEN: usize = 1 << 18;
+
+impl Default for ExtractOptions {
+    fn default() -> Self {
+        ExtractOptions {
+            rules: DEFAULT_RULES.to_vec(),
+            max_len: DEFAULT_MAX_LEN,
+            tail_len: 500,
+            max_bold_len: 200,
+            max_bare_len: 200,
+            think: true,
+        }
+    }
+}
+
+/// An answer found in a text: one part per `\boxed{}`, else one part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted<'a> {
+    pub parts: Vec<&'a str>,
+    pub rule: Rule,
+    /// Set when the answer hedges (docs/verify_semantics.md "Which answer
+    /// counts", rule 3): a negated, qualified or unfinished answer earns
+    /// nothing; alternatives are one collection answer, which never matches a
+    /// single-valued gold.
+    pub hedge: Option<Hedge>,
+    /// Values offered besides the answer, each of which must equal it (the
+    /// verifier compares them): alternatives, restatements and proposals
+    /// after the final answer.
+    pub offers: Vec<Offer<'a>>,
+}
+
+impl<'a> Extracted<'a> {
+    pub(crate) fn new(parts: Vec<&'a str>, rule: Rule) -> Self {
+        Extracted {
+            parts,
+            rule,
+            hedge: None,
+            offers: Vec::new(),
+        }
+    }
+}
+
+/// How an answer hedges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Hedge {
+    /// Values offered as alternatives: `1, 2, or 3`, `(A) or (C)`, `3 or
+    /// four`, `B/D`.
+    Alternatives,
+    /// A negated answer: `the answer is not 3`, `3 is wrong`.
+    Negated,
+    /// A bound or a doubt, not a value: `at least 3`, `3 or more`, `maybe
+    /// 3`, `3?`.
+    Qualified,
+    /// An answer that breaks off: `the answer is 3 or` at the end.
+    Unfinished,
+    /// A different candidate offered after the final answer (`\boxed{3} or
+    /// 4`), or more candidates than are compared.
+    Proposed,
+}
+
+impl Hedge {
+    /// What a verdict says about it (after `"hedge: "`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Hedge::Alternatives => "alternatives offered as the answer",
+            Hedge::Negated => "a negated answer",
+            Hedge::Qualified => "a bound or a doubt, not a value",
+            Hedge::Unfinished => "an answer that breaks off",
+            Hedge::Proposed => "another answer offered after the final one, or too many offered",
+        }
+    }
+}
+
+/// A value a completion offers besides its answer, which must equal it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offer<'a> {
+    pub value: OfferValue<'a>,
+    pub kind: OfferKind,
+}
+
+/// An offered value: text to parse, or the integer a number word or Roman
+/// numeral stands for (`four`, `IV`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferValue<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// Where an offered value stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OfferKind {
+    /// One of the alternatives of the answer (`3 or four`): against a
+    /// single-valued gold each must equal it; against a multi-valued gold
+    /// they are the collection the answer is.
+    Alternative,
+    /// A restatement of the answer (`3, i.e. three`, `$3$, or equivalently $6/2$`).
+    Restated,
+    /// A candidate proposed after the final answer (`\boxed{3} Or maybe 4.`).
+    After,
+}
+
+/// Why a completion whose `\boxed{` never closes has no answer.
+pub const UNCLOSED_BOX: &str = "no answer: a \\boxed{ never closes (the output was cut off)";
+
+/// Why a completion without a marker has no answer when it was cut off.
+pub const TRUNCATED: &str = "no answer: the completion was cut off and has no answer marker";
+
+/// Why a completion has no answer when no rule finds one.
+pub const NO_ANSWER: &str = "no answer found";
+
+/// Whether `text` is too long to be searched under `opts` (an over-limit
+/// item is a non-match; callers report this as the reason).
+pub fn over_limit(text: &str, opts: &ExtractOptions) -> bool {
+    text.len() > opts.max_len
+}
+
+/// The final answer of a completion, or `None` when no rule finds one (or
+/// the text is over the length limit, or has no answer region).
+pub fn extract_answer<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
+    find_answer(text, opts, Hints::default()).ok()
+}
+
+/// What the caller knows about a completion besides its text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints {
+    /// The completion was cut off at the token limit (the trainer knows):
+    /// it is then read only through its answer markers, since a number near
+    /// where it stopped is a step of unfinished reasoning, and paying it
+    /// would reward running to the limit.
+    pub truncated: bool,
+    /// The gold is a choice letter: without a marker, a choice letter near
+    /// the end is the answer even when numbers follow it.
+    pub choice: bool,
+}
+
+/// The final answer of a completion, or why it has none.
+///
+/// Without [`Hints::truncated`], a cut-off completion is recognised only
+/// where it shows: an unclosed `\boxed{` or `<think>`, or an answer that
+/// breaks off (`3 or`).
+pub fn find_answer<'a>(
+    text: &'a str,
+    opts: &ExtractOptions,
+    hints: Hints,
+) -> Result<Extracted<'a>, &'static str> {
+    if over_limit(text, opts) {
+        return Err("over budget: completion longer than the extraction limit");
+    }
+    let mut scan = Scan::completion(text, opts)?;
+    scan.prefer_choice = hints.choice;
+    for &rule in &opts.rules {
+        if hints.truncated && rule.is_fallback() {
+            continue;
+        }
+        if let Some(e) = scan.apply(rule, opts)? {
+            return Ok(e);
+        }
+    }
+    Err(if hints.truncated {
+        TRUNCATED
+    } else {
+        NO_ANSWER
+    })
+}
+
+/// The answer of a gold: like [`extract_answer`] for the marker rules, and a
+/// gold without markers (`\frac34`, `x \ge 2`, `C`) is the answer itself.
+/// Special tokens are dropped; reasoning tags are not looked for.
+pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
+    if over_limit(text, opts) {
+        return None;
+    }
+    let text = strip_special_tokens(text);
+    let scan = Scan::new(text);
+    opts.rules
+        .iter()
+        .filter(|r| r.is_marker())
+        .find_map(|&rule| scan.apply(rule, opts).ok().flatten())
+        .or_else(|| {
+            let bare = text.trim();
+            (!bare.is_empty()).then(|| Extracted::new(vec![bare], Rule::Bare))
+        })
+}

@@ -1,0 +1,114 @@
+use super::*;
+
+fn v(gold: &str, pred: &str) -> Verdict {
+    verify(gold, pred, &VerifyOptions::default())
+}
+
+#[test]
+fn hedges_earn_nothing_with_a_reason() {
+    for (gold, pred) in [
+        ("3", "the answer is 1, 2, or 3"),
+        ("C", "The answer is (A) or (C)"),
+        ("3", "Answer: 4 or 3"),
+        ("3", "#### 4 or 3"),
+        ("3", "the answer is not 3"),
+        ("391", "\\boxed{381 or 391}"),
+        ("391", "\\boxed{381} \\boxed{391} \\boxed{401}"),
+        ("2", "Answer: x = 2 or x = -2"),
+    ] {
+        let got = v(gold, pred);
+        assert!(!got.matched, "{pred}: {got:?}");
+        assert!(got.reason.starts_with("hedge: "), "{pred}: {got:?}");
+    }
+    // A collection answer still answers a multi-valued gold.
+    assert!(v("2, -2", "Answer: x = 2 or x = -2").matched);
+    assert!(v("3", "Answer: 3 or 3").matched);
+    assert!(v("5", "Answer: 5, not 3").matched);
+    assert!(!v("3", "Answer: 5, not 3").matched);
+}
+
+#[test]
+fn escaped_dollar_bold_think_and_special_tokens() {
+    for (gold, pred) in [
+        ("18", "The final answer is $\\$18$. I hope it is correct."),
+        ("18", "The answer is $\\$18$."),
+        ("18", "Answer: $\\$18$"),
+        ("42", "**42**"),
+        ("42", "**$42$**"),
+        ("5", "<think>\\boxed{3}</think> so \\boxed{5}"),
+        ("72", "#### 72<|im_end|>"),
+        ("72", "Answer: 72<eos>"),
+        ("42", "The answer is 42</s>"),
+        ("42", "\\boxed{42}<|endoftext|><|endoftext|>"),
+        ("72", "#### 72<|eot_id|><pad><pad>"),
+    ] {
+        let got = v(gold, pred);
+        assert!(got.matched, "{pred}: {got:?}");
+    }
+    let got = v("3", "<think>so \\boxed{3}");
+    assert!(!got.matched);
+    assert_eq!(got.reason, crate::extract::UNCLOSED_THINK);
+    assert_eq!(
+        v("3", "<think>\\boxed{3}</think>").reason,
+        "no answer found"
+    );
+    let off = VerifyOptions {
+        extract: ExtractOptions {
+            think: false,
+            ..ExtractOptions::default()
+        },
+        ..VerifyOptions::default()
+    };
+    assert!(verify("3", "<think>so \\boxed{3}", &off).matched);
+}
+
+#[test]
+fn the_cached_gold_gives_the_uncached_verdict() {
+    let pairs = [
+        ("\\frac12", "so \\boxed{\\frac12}"),
+        ("\\frac12", "so \\boxed{0.5}"),
+        ("\\frac12", "so \\boxed{\\frac13}"),
+        ("0/0", "\\boxed{0/0}"),
+        ("0/0", "\\boxed{1}"),
+        ("", "\\boxed{1}"),
+        ("\\frac{", "\\boxed{\\frac{}"),
+        ("(2,2), (6,2)", "\\boxed{(2,2), (6,2)}"),
+        ("(2,2), (6,2)", "\\boxed{(6,2)} and \\boxed{(2,2)}"),
+        ("x^2+2x+1", "\\boxed{x^2+2x+1}"),
+        ("x^2+2x+1", "\\boxed{(x+1)^2}"),
+    ];
+    let o = VerifyOptions::default();
+    let tight = VerifyOptions {
+        rel_tol: 0.0,
+        ..VerifyOptions::default()
+    };
+    for opts in [&o, &tight] {
+        for round in 0..2 {
+            for (gold, pred) in pairs {
+                let fresh = match Gold::new(gold, opts) {
+                    Ok(g) => verify_gold(&g, pred, false, opts),
+                    Err(v) => v,
+                };
+                // Twice in a row (a cache hit) and after another gold.
+                assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
+                assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
+                let m = verify_match(gold, pred, false, opts);
+                assert_eq!(m, fresh.gold.as_ref().map(|_| fresh.matched));
+            }
+        }
+    }
+    // The identical-text shortcut keeps the comparison's judgement: an
+    // undefined value matches nothing, itself included.
+    assert!(!v("0/0", "\\boxed{0/0}").matched);
+    assert!(v("x^2+2x+1", "\\boxed{x^2+2x+1}").matched);
+    // Options are part of the cache key.
+    assert!(v("\\sqrt2", "\\boxed{1.41421356}").matched);
+    let none = VerifyOptions {
+        extract: ExtractOptions {
+            rules: vec![crate::extract::Rule::Gsm8k],
+            ..ExtractOptions::default()
+        },
+        ..VerifyOptions::default()
+    };
+    assert!(!verify("\\sqrt2", "\\boxed{1.41421356}", &none).matched);
+}
