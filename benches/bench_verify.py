@@ -88,6 +88,58 @@ def long_completions(
     return golds, preds
 
 
+def _mixed_answer(rng: random.Random, kind: str) -> tuple[str, str, str]:
+    """(gold, a right answer, a wrong answer) of one kind. The right answer is
+    the gold's text half the time and an equivalent spelling otherwise; the
+    wrong one is a near miss of the same kind, as a policy early in training
+    writes them."""
+    a, b = rng.randint(2, 60), rng.randint(2, 60)
+    c = a + rng.randint(1, 9)
+    if kind == "integer":
+        gold = str(a * b)
+        return gold, rng.choice([gold, f"{a * b}.0"]), str(a * b + rng.choice([-2, -1, 1, 3]))
+    if kind == "fraction":
+        gold = f"\\frac{{{a}}}{{{c}}}"
+        return gold, rng.choice([gold, f"\\dfrac{{{2 * a}}}{{{2 * c}}}"]), f"\\frac{{{c}}}{{{a}}}"
+    if kind == "root":
+        gold = f"{a}\\sqrt{{2}}"
+        return gold, rng.choice([gold, f"\\sqrt{{{2 * a * a}}}"]), f"{a}\\sqrt{{3}}"
+    if kind == "tuple":
+        gold = f"({a}, {c})"
+        return gold, rng.choice([gold, f"\\left({a},{c}\\right)"]), f"({c}, {a})"
+    if kind == "interval":
+        gold = f"[{a}, {c})"
+        return gold, rng.choice([gold, f"\\left[{a}, {c}\\right)"]), f"({a}, {c}]"
+    gold = f"\\frac{{{a}\\pi}}{{{c}}}"
+    return gold, rng.choice([gold, f"\\frac{{{a}}}{{{c}}}\\pi"]), f"\\frac{{{c}\\pi}}{{{a}}}"
+
+
+MIXED_KINDS = ("integer", "fraction", "root", "tuple", "interval", "pi")
+
+
+def mixed_completions(
+    n: int, length: int = 2_000, seed: int = 0, group: int = 8
+) -> tuple[list[str], list[str], list[bool]]:
+    """Completions of about ``length`` characters ending in a boxed answer of a
+    mixed kind (integers, fractions, roots, tuples, intervals, multiples of
+    pi), half of them wrong; each run of ``group`` completions shares one gold.
+    Returns golds, completions and whether each completion is right."""
+    rng = random.Random(seed)
+    golds, preds, right = [], [], []
+    gold = good = bad = ""
+    for i in range(n):
+        if i % group == 0:
+            gold, good, bad = _mixed_answer(rng, MIXED_KINDS[(i // group) % len(MIXED_KINDS)])
+        ok = i % 2 == 0
+        prose, _ = long_completions(1, length, seed=rng.randrange(1 << 30))[1][0].rsplit(
+            "Therefore", 1
+        )
+        preds.append(f"{prose}Therefore the answer is $\\boxed{{{good if ok else bad}}}$.")
+        golds.append(gold)
+        right.append(ok)
+    return golds, preds, right
+
+
 def _math_verify():
     return pytest.importorskip("math_verify")
 
@@ -161,6 +213,27 @@ def test_vs_verl_one_core(benchmark, impl, length):
             lambda: [math_reward.compute_score(p, g) for g, p in zip(golds, preds, strict=True)]
         )
         assert out == [1.0] * len(preds)
+
+
+@pytest.mark.parametrize("impl", ["grpo-fast", "grpo-fast scalar loop", "verl math_reward"])
+@pytest.mark.parametrize(("length", "group"), [(2_000, 8), (16_000, 8), (2_000, 1)])
+def test_mixed_vs_verl_one_core(benchmark, impl, length, group):
+    # Mixed answer kinds, half of them wrong (the non-match path), the same
+    # items for every impl; group 1 is a different gold per completion.
+    golds, preds, right = mixed_completions(480, length, group=group)
+    shape = "groups of 8" if group > 1 else "one gold each"
+    benchmark.group = f"{length:,}-char mixed answers, half wrong, {shape}, vs verl, one core"
+    benchmark.extra_info["impl"] = impl
+    if impl == "grpo-fast":
+        out = benchmark(grpo_fast.verify_batch, golds, preds)
+        assert out.tolist() == [float(r) for r in right]
+    elif impl == "grpo-fast scalar loop":
+        benchmark(lambda: [grpo_fast.verify(g, p) for g, p in zip(golds, preds, strict=True)])
+    else:
+        math_reward = pytest.importorskip("verl.utils.reward_score.math_reward")
+        benchmark(
+            lambda: [math_reward.compute_score(p, g) for g, p in zip(golds, preds, strict=True)]
+        )
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])
@@ -264,6 +337,22 @@ def vs_verl() -> None:
         _row("grpo-fast verify (per item)", single, f"ratio {theirs / single:5.2f}x")
         if group > 1:
             print(f"  (goal: verify_batch >= {goals[length]:.0f}x, verify >= 1.5x)")
+    for length, group in [(2_000, 8), (16_000, 8), (2_000, 1), (16_000, 1)]:
+        golds, preds, right = mixed_completions(2_000, length, seed=1, group=group)
+        got = grpo_fast.verify_batch(golds, preds).tolist()
+        assert got == [float(r) for r in right], "mixed workload: a wrong verdict"
+        theirs = per_item(verl_all, golds, preds, 5)
+        batch = per_item(grpo_fast.verify_batch, golds, preds, 11)
+        single = per_item(one_call_each, golds, preds, 5)
+        shape = "groups of 8" if group > 1 else "one gold each"
+        print(f" {length:,} chars, mixed kinds, half wrong, {shape}:")
+        _row("verl math_reward", theirs)
+        _row("grpo-fast verify_batch", batch, f"ratio {theirs / batch:5.2f}x")
+        _row("grpo-fast verify (per item)", single, f"ratio {theirs / single:5.2f}x")
+        if group > 1:
+            print(f"  (goal: verify_batch >= {goals[length]:.0f}x, verify >= 1.5x)")
+        else:
+            print("  (goal: verify >= 1.5x)")
 
 
 if __name__ == "__main__":

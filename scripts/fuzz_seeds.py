@@ -234,6 +234,27 @@ def at_the_limit(rng: random.Random) -> list[bytes]:
     return out
 
 
+def exact_constants() -> list[bytes]:
+    """Issue 22: exact constants, certified enclosures, Unicode signs."""
+    shapes = [
+        "\\pi + 10^{-125}",
+        "3 + 10^{-9}\\sin 1",
+        "e^{\\pi\\sqrt{163}}",
+        "\\sqrt{3+2\\sqrt2}",
+        "\\sin 80^\\circ (1 + \\sqrt3)",
+        "\\lfloor 10^{400}\\pi \\rfloor",
+        "\\arctan(10^{400}) + \\ln(\\ln(10^{300}))",
+        "\\sqrt[1000]{2}^{999}",
+        "|x - 500| + \\sqrt{x^2 - 1000x + 250000}",
+        "\\sum_{k=1}^{1000} \\sin k",
+        "(x+y+z+\\sqrt2)^{30}",
+        "0.84147098480789650665250232163029899962256306079837",
+        "\u2212\u2012\u2014\ufe63\uff0d3 \u2265 \u00b1 \u2260 \\not= 3\u0338 3\u20d2",
+        "\uff13\u00bd\u00be 10\u00b9\u00b2 x\u207b\u00b9 \u03b8 \u2225 \u22a5",
+    ]
+    return [pair(s, f"\\boxed{{{s}}}") for s in shapes] + [pair("1", s) for s in shapes]
+
+
 def seeds() -> list[bytes]:
     rng = random.Random(9)
     return (
@@ -246,6 +267,7 @@ def seeds() -> list[bytes]:
         + text_encodings()
         + hedges(rng)
         + at_the_limit(rng)
+        + exact_constants()
     )
 
 

@@ -56,11 +56,6 @@ def test_math_verifys_own_config_objects_work_the_same():
         assert [str(x) for x in found] == case["expected"], case["name"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="unions of finite sets (`{1,3} \\cup {2,4}`) are not evaluated, and `{1,3}` without "
-    "escaped braces reads as a list: math-engine work of issue 22 (helper 'math')",
-)
 def test_the_readme_headline_example_verbatim():
     # From math-verify's README, "Example Usage", with our import.
     from grpo_fast.compat.math_verify import parse, verify

@@ -55,6 +55,10 @@ EXCEPTIONS: dict[tuple[str, str, str], str] = {
         "two exact values that differ never match (the suite grades with rel_tol=1e-4; "
         "our rel_tol only widens a decimal against a value it cannot write)"
     ),
+    (_MARIO, r"[1,+\infty)", r"[2^{\frac{1}{2^{1000}}}, \infty)"): (
+        "constants that differ by a tiny amount are different: 2^(2^-1000) is not 1 "
+        "(it exceeds 1 by about 10^-302); the suite grades with a numeric tolerance"
+    ),
     (_SLIME + "math.py", r"\frac{1}{2}", r"\frac{2}{4}"): (
         "equal values match however they are written (the suite rejects unreduced fractions)"
     ),
@@ -107,5 +111,7 @@ def test_agreement_rate() -> None:
     assert set(EXCEPTIONS) <= {_key(r) for r in ROWS}
     assert len(ROWS) == 282
     # Every row outside EXCEPTIONS agrees (test_row); this keeps the list short.
-    assert len(EXCEPTIONS) <= 12
-    assert agree >= 270
+    # Issue 22 (class 6) made one more row an exception: a tiny difference
+    # between constants is a difference, where MARIO_EVAL grades numerically.
+    assert len(EXCEPTIONS) <= 13
+    assert agree >= 269

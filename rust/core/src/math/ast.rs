@@ -9,7 +9,7 @@ pub(crate) use super::lexer::RelOp;
 /// stated precision.
 pub(crate) const FLOAT: i32 = i32::MIN;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Func {
     Sin,
     Cos,

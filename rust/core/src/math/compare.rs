@@ -14,28 +14,68 @@ use std::collections::BTreeSet;
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{Signed, Zero};
+use num_traits::{One, Signed, Zero};
 
 use super::ast::{Func, Node, RelOp, FLOAT};
 use super::display::render;
 use super::eval::{Cq, Evaluator, C64, V};
 use super::parser::normalize_text;
 use super::poly::{self, Rat};
-use super::precise;
+use super::{exact, real};
 use super::{CompareOptions, Limits, Rejection};
 
 type R<T> = Result<T, Rejection>;
-
-/// Tolerance between two exact values that had to be computed in floating
-/// point (`2\sqrt2` against `\sqrt8`).
-const TIGHT: f64 = 1e-9;
 
 /// Points at which expressions in variables are sampled when no exact
 /// canonical form decides (see [`bind`]).
 const SAMPLE_POINTS: usize = 5;
 
+/// What a comparison learns about a constant gold that the next comparison
+/// with the same gold reuses (see [`Cmp::with_memo`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Memo {
+    form: std::cell::OnceCell<Option<exact::Frac>>,
+    ball: std::cell::OnceCell<Option<real::Ball>>,
+    value: std::cell::OnceCell<R<V>>,
+    /// Verdicts against answers already compared with this gold, under the
+    /// options of the first comparison: the completions of a group often
+    /// end in the same answer.
+    verdicts: std::cell::RefCell<Vec<(Node, bool)>>,
+    verdict_opts: std::cell::OnceCell<CompareOptions>,
+}
+
+/// How many verdicts a gold keeps (a group of completions rarely has more
+/// distinct answers worth remembering).
+const MEMO_VERDICTS: usize = 8;
+
+impl Memo {
+    /// The verdict already reached for `pred` under `opts`.
+    pub(crate) fn verdict(&self, pred: &Node, opts: &CompareOptions) -> Option<bool> {
+        if self.verdict_opts.get() != Some(opts) {
+            return None;
+        }
+        let v = self.verdicts.borrow();
+        v.iter().find(|(n, _)| n == pred).map(|&(_, b)| b)
+    }
+
+    /// Remember the verdict for `pred` (options other than the first
+    /// comparison's are not remembered).
+    pub(crate) fn remember(&self, pred: &Node, opts: &CompareOptions, verdict: bool) {
+        if self.verdict_opts.get_or_init(|| opts.clone()) != opts {
+            return;
+        }
+        let mut v = self.verdicts.borrow_mut();
+        if v.len() < MEMO_VERDICTS {
+            v.push((pred.clone(), verdict));
+        }
+    }
+}
+
 pub(crate) struct Cmp<'a> {
     opts: &'a CompareOptions,
+    /// The gold's memo, for the comparisons of the gold itself (the root
+    /// of `roots.0`) as a constant.
+    memo: Option<&'a Memo>,
     /// The two answers being compared: the sample points are drawn from a
     /// hash of both, so no expression can be built to vanish at them.
     roots: (&'a Node, &'a Node),
@@ -51,12 +91,26 @@ impl<'a> Cmp<'a> {
     pub(crate) fn new(opts: &'a CompareOptions, roots: (&'a Node, &'a Node)) -> Self {
         Cmp {
             opts,
+            memo: None,
             roots,
             seed: std::cell::Cell::new(None),
             calls: std::cell::Cell::new(0),
             cheap: std::cell::Cell::new(0),
             work: std::cell::Cell::new(0),
         }
+    }
+}
+
+impl<'a> Cmp<'a> {
+    /// Reuse (and fill) `memo` for the gold's root node.
+    pub(crate) fn with_memo(mut self, memo: &'a Memo) -> Self {
+        self.memo = Some(memo);
+        self
+    }
+
+    /// The memo when `n` is the gold's root node.
+    fn memo_of(&self, n: &Node) -> Option<&'a Memo> {
+        self.memo.filter(|_| std::ptr::eq(n, self.roots.0))
     }
 }
 
@@ -120,12 +174,17 @@ fn normalize_chain(items: &[Node], ops: &[RelOp]) -> (Vec<Node>, Vec<RelOp>) {
 }
 
 /// `x = 5`, `x = 2+3 = 5`, `|AB| = 1`: the value assigned, when every
-/// earlier element is a name or a constant.
+/// earlier element is a name or a constant; and the result of a calculation
+/// chain whose sides after the first are constants (`a + b + c = 4 + 5 + 1 =
+/// 10` answers 10; a single equation `x + 2 = 10` is no such chain).
 fn assignment(items: &[Node], ops: &[RelOp]) -> Option<(Node, Node)> {
     if items.len() < 2 || !ops.iter().all(|o| *o == RelOp::Eq) {
         return None;
     }
     let (last, rest) = items.split_last()?;
+    if items.len() >= 3 && items[1..].iter().all(is_constant) && !items[0].is_structure() {
+        return Some((items[0].clone(), last.clone()));
+    }
     if !rest.iter().all(|n| label_like(n) || is_constant(n)) {
         return None;
     }
@@ -204,6 +263,21 @@ fn function_as_y(n: &Node) -> Node {
     }
 }
 
+/// `\{1, 3\} \cup \{2, 4\}` as `\{1, 3, 2, 4\}`; `None` unless `n` is a
+/// union of finite sets.
+fn finite_union(n: &Node) -> Option<Node> {
+    match n {
+        Node::Union(v) if v.len() > 1 && v.iter().all(|x| matches!(x, Node::Set(_))) => {
+            let items = v.iter().flat_map(|x| match x {
+                Node::Set(items) => items.clone(),
+                _ => Vec::new(),
+            });
+            Some(Node::Set(items.collect()))
+        }
+        _ => None,
+    }
+}
+
 fn set_like(n: &Node) -> bool {
     matches!(n, Node::Interval(..) | Node::Union(_) | Node::Set(_))
         || matches!(n, Node::Tuple(v) if v.len() == 2)
@@ -237,6 +311,13 @@ impl Cmp<'_> {
                 return self.equiv(g, &v[0]);
             }
         }
+        // A union of finite sets is the set of all their elements.
+        if let Some(g) = finite_union(g) {
+            return self.equiv(&g, p);
+        }
+        if let Some(p) = finite_union(p) {
+            return self.equiv(g, &p);
+        }
         if let Node::Rel(items, ops) = g {
             return self.rel_gold(items, ops, p);
         }
@@ -263,7 +344,9 @@ impl Cmp<'_> {
         }
         match (g, p) {
             (Node::List(a) | Node::Set(a), Node::List(b) | Node::Set(b)) => self.unordered(a, b),
-            (Node::Set(a), Node::Tuple(b)) | (Node::Tuple(a), Node::Set(b)) => self.unordered(a, b),
+            // A set is no tuple: `\{2, 1\}` does not answer the point
+            // `(1, 2)`, nor `(1, 2)` the set `\{1, 2\}`.
+            (Node::Set(_), Node::Tuple(_)) | (Node::Tuple(_), Node::Set(_)) => Ok(false),
             (Node::Tuple(a) | Node::List(a), Node::Tuple(b) | Node::List(b)) => self.ordered(a, b),
             (Node::Interval(a1, b1, l1, r1), Node::Interval(a2, b2, l2, r2)) => {
                 Ok(l1 == l2 && r1 == r2 && self.equiv(a1, a2)? && self.equiv(b1, b2)?)
@@ -378,7 +461,7 @@ impl Cmp<'_> {
         if go != po || gi.len() != pi.len() {
             return Ok(false);
         }
-        let positive = !matches!(go[0], RelOp::Eq | RelOp::Ne);
+        let positive = !go[0].symmetric();
         for k in 0..go.len() {
             let dg = diff(&gi[k], &gi[k + 1]);
             let dp = diff(&pi[k], &pi[k + 1]);
@@ -391,56 +474,64 @@ impl Cmp<'_> {
 
     fn proportional(&self, a: &Node, b: &Node, positive: bool) -> R<bool> {
         let syms = symbols_of(&[a, b]);
-        let ints = integer_symbols(&[a, b]);
-        let mut ratio: Option<V> = None;
-        let approx = a.has_decimal() || b.has_decimal();
         if !syms.is_empty() {
             if let Some((ra, rb, mut ctx)) = self.rats(a, b, &syms) {
                 let r = ctx.proportional(&ra, &rb, positive);
                 self.work.set(ctx.work);
-                match r {
-                    Some(true) => return Ok(true),
-                    Some(false) if !approx => return Ok(false),
-                    _ => {}
+                if let Some(v) = r {
+                    return Ok(v);
                 }
             }
         }
-        for point in 0..points_for(&syms) {
-            let mut ev = self.evaluator();
-            self.bind(&mut ev, &syms, &ints, point);
-            let va = ev.eval(a);
-            let vb = ev.eval(b);
-            self.work.set(ev.work);
-            let (va, vb) = (va?, vb?);
-            if va == V::Undefined && vb == V::Undefined && !syms.is_empty() {
-                continue;
+        // Canonical forms decide when no opaque function of a variable
+        // stands in the way.
+        if let (Some(fa), Some(fb)) = (self.form(a, &syms, None), self.form(b, &syms, None)) {
+            let r = self.exact(&syms, None, |ex| ex.proportional(&fa, &fb, positive));
+            match r {
+                Some(true) => return Ok(true),
+                Some(false) if !fa.has_var_atom() && !fb.has_var_atom() => return Ok(false),
+                _ => {}
             }
-            let za = is_zero(&va);
-            let zb = is_zero(&vb);
-            match (za, zb) {
-                (Some(true), Some(true)) => continue,
-                (Some(false), Some(false)) => {}
-                _ => return Ok(false),
-            }
-            let r = {
-                let mut ev2 = self.evaluator();
-                let r = ev2.eval(&Node::Div(
-                    Box::new(value_node(&va)),
-                    Box::new(value_node(&vb)),
-                ));
-                self.work.set(ev2.work);
-                r?
-            };
-            if positive && !is_positive(&r) {
+        }
+        if syms.is_empty() {
+            return Ok(false);
+        }
+        // Sampled: the ratio must be one constant at every point, exactly.
+        let ints = integer_symbols(&[a, b]);
+        let mut ratio: Option<exact::Frac> = None;
+        for point in 0..SAMPLE_POINTS {
+            let vals = self.point_values(&syms, &ints, point);
+            let (Some(fa), Some(fb)) = (
+                self.form(a, &syms, Some(&vals)),
+                self.form(b, &syms, Some(&vals)),
+            ) else {
                 return Ok(false);
-            }
-            match &ratio {
-                None => ratio = Some(r),
-                Some(r0) => {
-                    if !self.values_equal(r0, &r, approx, approx) {
-                        return Ok(false);
-                    }
+            };
+            let r = self.exact(&syms, Some(&vals), |ex| {
+                let za = ex.is_zero(&fa);
+                let zb = ex.is_zero(&fb);
+                match (za, zb) {
+                    (true, true) => return Some(Step::Skip),
+                    (false, false) => {}
+                    _ => return Some(Step::Differ),
                 }
+                let q = ex.quotient(&fa, &fb)?;
+                if positive && !ex.positive_constant(&q) {
+                    return Some(Step::Differ);
+                }
+                match &ratio {
+                    None => Some(Step::Ratio(q)),
+                    Some(r0) => Some(if ex.equal(r0, &q)? {
+                        Step::Skip
+                    } else {
+                        Step::Differ
+                    }),
+                }
+            });
+            match r {
+                Some(Step::Skip) => {}
+                Some(Step::Ratio(q)) => ratio = Some(q),
+                Some(Step::Differ) | None => return Ok(false),
             }
         }
         Ok(true)
@@ -521,9 +612,8 @@ impl Cmp<'_> {
             .flat_map(|n| components(n).unwrap_or_default())
             .collect();
         let syms = symbols_of(&all);
-        let ints = integer_symbols(&all);
         let no_syms = syms.is_empty();
-        let sample = |n| self.sample_element(n, &syms, &ints);
+        let sample = |n| self.sample_element(n, no_syms);
         let sa = a.iter().map(sample).collect::<R<Vec<_>>>()?;
         let sb = b.iter().map(sample).collect::<R<Vec<_>>>()?;
         let same = |x: &Sampled<'_>, y: &Sampled<'_>| -> R<bool> {
@@ -531,11 +621,22 @@ impl Cmp<'_> {
             if x.0 != y.0 || x.1.len() != y.1.len() {
                 return Ok(false);
             }
-            Ok(x.1.iter().zip(&y.1).all(|(p, q)| {
-                (no_syms && precision_match(p.0, &p.1[0], q.0, &q.1[0]) == Some(true))
-                    || (self.samples_equal(&p.1, p.2, &q.1, q.2, no_syms)
-                        && !self.precisely_differ(p.0, q.0, no_syms))
-            }))
+            for (p, q) in x.1.iter().zip(&y.1) {
+                // Rational constants compare on their values; anything else
+                // (an irrational value, an expression) in full.
+                let rational = no_syms && matches!((&p.1[0], &q.1[0]), (V::Q(_), V::Q(_)));
+                let equal = if rational {
+                    precision_match(p.0, &p.1[0], q.0, &q.1[0], self) == Some(true)
+                        || self.values_equal(&p.1[0], &q.1[0], p.2, q.2)
+                } else {
+                    self.count(1)?;
+                    self.scalar(p.0, q.0)?
+                };
+                if !equal {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         };
         let dedup = |v: &[Sampled<'_>]| -> R<Vec<usize>> {
             let mut keep: Vec<usize> = Vec::new();
@@ -574,25 +675,21 @@ impl Cmp<'_> {
         Ok(true)
     }
 
-    fn sample_element<'n>(
-        &self,
-        n: &'n Node,
-        syms: &[String],
-        ints: &BTreeSet<String>,
-    ) -> R<Sampled<'n>> {
+    /// An element's components with their values (constants only; an
+    /// expression in variables is compared in full, its value left undefined).
+    fn sample_element<'n>(&self, n: &'n Node, constants: bool) -> R<Sampled<'n>> {
         let tuple = matches!(n, Node::Tuple(_));
         let mut parts = Vec::new();
         for c in components(n).unwrap_or_default() {
             self.count(1)?;
-            parts.push((c, self.sample(c, syms, ints)?, c.has_decimal()));
+            let v = if constants {
+                self.value(c)?
+            } else {
+                V::Undefined
+            };
+            parts.push((c, vec![v], c.has_decimal()));
         }
         Ok((tuple, parts))
-    }
-
-    /// The high-precision second look of [`Cmp::scalar_values`] for two
-    /// constants that agreed in `f64`.
-    fn precisely_differ(&self, a: &Node, b: &Node, no_syms: bool) -> bool {
-        no_syms && !a.has_decimal() && !b.has_decimal() && precise::differ(a, b) == Some(true)
     }
 
     /// An evaluator drawing on this comparison's one work budget.
@@ -642,58 +739,273 @@ impl Cmp<'_> {
 
     pub(crate) fn scalar_values(&self, g: &Node, p: &Node) -> R<bool> {
         let syms = symbols_of(&[g, p]);
-        let ints = if syms.is_empty() {
-            BTreeSet::new()
-        } else {
-            integer_symbols(&[g, p])
-        };
-        let (dg, dp) = (g.has_decimal(), p.has_decimal());
-        // Polynomials and rational functions compare exactly, by canonical
-        // form; sampling decides only what they cannot.
         if !syms.is_empty() {
-            match self.poly_equal(g, p, &syms) {
-                Some(true) => return Ok(true),
-                Some(false) if !dg && !dp => return Ok(false),
+            return self.expressions(g, p, &syms);
+        }
+        let (dg, dp) = (g.has_decimal(), p.has_decimal());
+        if g == p {
+            // The same constant: equal wherever it is defined.
+            return Ok(!matches!(self.value(g)?, V::Undefined));
+        }
+        let mut vg = self.value(g)?;
+        let mut vp = self.value(p)?;
+        let rational = |v: &V| matches!(v, V::Q(_));
+        let (mut fg, mut fp) = (None, None);
+        if !rational(&vg) || !rational(&vp) {
+            match (&vg, &vp) {
+                (V::Undefined, _) | (_, V::Undefined) => return Ok(false),
+                (V::Inf(a), V::Inf(b)) => return Ok(a == b),
+                (V::Inf(_), _) | (_, V::Inf(_)) => return Ok(false),
                 _ => {}
             }
+            // Two real values whose enclosures are apart differ: the cheap
+            // way out for most wrong answers.
+            if !dg && !dp && self.apart(g, &vg, p, &vp) {
+                return Ok(false);
+            }
+            // Canonical forms; one that is rational stands for its exact
+            // value (`\sin\frac{\pi}{6}` is 1/2).
+            fg = self.constant_form(g);
+            fp = self.constant_form(p);
+            for (f, v) in [(&fg, &mut vg), (&fp, &mut vp)] {
+                if let Some(q) = f.as_ref().and_then(exact::Frac::as_rational) {
+                    *v = V::Q(Cq {
+                        re: q,
+                        im: BigRational::zero(),
+                    });
+                }
+            }
         }
-        let vg = self.sample(g, &syms, &ints)?;
-        let vp = self.sample(p, &syms, &ints)?;
-        let both_exact = matches!((&vg[0], &vp[0]), (V::Q(_), V::Q(_)));
-        if syms.is_empty() && !both_exact && (overflowed(&vg[0]) || overflowed(&vp[0])) {
-            return self.beyond_f64(g, p, &vg[0], &vp[0]);
-        }
-        if syms.is_empty() && precision_match(g, &vg[0], p, &vp[0]) == Some(true) {
+        if precision_match(g, &vg, p, &vp, self) == Some(true) {
             return Ok(true);
         }
-        if !self.samples_equal(&vg, dg, &vp, dp, syms.is_empty()) {
-            // The same expression is the same answer, even where its value
-            // leaves the range of `f64` at a sample point.
-            return Ok(g == p && vg.iter().any(|v| *v != V::Undefined));
+        if rational(&vg) && rational(&vp) {
+            return Ok(self.values_equal(&vg, &vp, dg, dp));
         }
-        // Two exact values equal only to float precision get a second,
-        // high-precision look (`\sqrt2 + 10^{-12}` is not `\sqrt2`).
-        if syms.is_empty() && !dg && !dp && !both_exact && precise::differ(g, p) == Some(true) {
-            return Ok(false);
+        if (dg || dp) && self.within_tolerance(g, &vg, p, &vp) == Some(true) {
+            return Ok(true);
         }
-        Ok(true)
+        match (&fg, &fp) {
+            (Some(a), Some(b)) => match self.exact(&syms, None, |ex| ex.equal(a, b)) {
+                Some(v) => Ok(v),
+                None => self.undecided(g, p),
+            },
+            _ => self.undecided(g, p),
+        }
     }
 
-    /// Two constants of which at least one is too large (or too small) for
-    /// `f64`: compared in high precision, or over budget.
-    fn beyond_f64(&self, g: &Node, p: &Node, vg: &V, vp: &V) -> R<bool> {
-        if matches!(vg, V::Undefined | V::Inf(_)) || matches!(vp, V::Undefined | V::Inf(_)) {
-            return Ok(false);
-        }
-        if let Some(d) = precise::differ(g, p) {
-            return Ok(!d);
-        }
+    /// Two constants whose canonical forms could not be built or compared
+    /// within the budget: the same expression is the same answer; anything
+    /// else is over budget.
+    fn undecided(&self, g: &Node, p: &Node) -> R<bool> {
         if g == p {
             return Ok(true);
         }
-        Err(Rejection::OverBudget(
-            "a value beyond the range of floating point".into(),
-        ))
+        if self.work.get() >= self.opts.limits.max_work / 2 {
+            return Err(Rejection::OverBudget(
+                "values too large to compare exactly".into(),
+            ));
+        }
+        Ok(false)
+    }
+
+    /// Two expressions in variables. Polynomials and rational functions, and
+    /// every expression whose canonical form has no opaque function of a
+    /// variable, are decided by their forms. Otherwise the two are compared
+    /// at sample points, exactly at each point; a piecewise function of a
+    /// variable (`\lfloor x \rfloor`, `|x - 500|`) must then appear on both
+    /// sides alike, since no set of points can tell it apart from a smooth
+    /// one.
+    fn expressions(&self, g: &Node, p: &Node, syms: &[String]) -> R<bool> {
+        if let Some(v) = self.poly_equal(g, p, syms) {
+            return Ok(v);
+        }
+        let (fg, fp) = (self.form(g, syms, None), self.form(p, syms, None));
+        if let (Some(a), Some(b)) = (&fg, &fp) {
+            if self.exact(syms, None, |ex| ex.equal(a, b)) == Some(true) {
+                return Ok(true);
+            }
+            if !a.has_var_atom() && !b.has_var_atom() {
+                return Ok(false);
+            }
+            let (mut pa, mut pb) = (Vec::new(), Vec::new());
+            a.piecewise_atoms(&mut pa);
+            b.piecewise_atoms(&mut pb);
+            pa.sort();
+            pa.dedup();
+            pb.sort();
+            pb.dedup();
+            if pa != pb {
+                return Ok(false);
+            }
+        }
+        let ints = integer_symbols(&[g, p]);
+        let mut defined = 0;
+        let far = far_magnitude(&[g, p]);
+        for point in 0..SAMPLE_POINTS + 2 {
+            let vals = if point < SAMPLE_POINTS {
+                self.point_values(syms, &ints, point)
+            } else {
+                self.far_values(syms, &ints, &far, point == SAMPLE_POINTS)
+            };
+            match (
+                self.form(g, syms, Some(&vals)),
+                self.form(p, syms, Some(&vals)),
+            ) {
+                // Undefined on both sides: the point says nothing.
+                (None, None) => {}
+                (Some(a), Some(b)) => {
+                    if self.exact(syms, Some(&vals), |ex| ex.equal(&a, &b)) != Some(true) {
+                        return Ok(false);
+                    }
+                    defined += 1;
+                }
+                // Beyond the ordinary points, a value too large to build
+                // says nothing either.
+                _ if point >= SAMPLE_POINTS => {}
+                _ => return Ok(false),
+            }
+        }
+        if defined == 0 && self.work.get() >= self.opts.limits.max_work / 2 {
+            return Err(Rejection::OverBudget(
+                "expressions too large to compare".into(),
+            ));
+        }
+        Ok(defined > 0)
+    }
+
+    /// The canonical form of `n` (variables bound to `point` when given),
+    /// within this comparison's budget.
+    fn form(
+        &self,
+        n: &Node,
+        syms: &[String],
+        point: Option<&[BigRational]>,
+    ) -> Option<exact::Frac> {
+        self.exact(syms, point, |ex| ex.form(n))
+    }
+
+    fn exact<T>(
+        &self,
+        syms: &[String],
+        point: Option<&[BigRational]>,
+        f: impl FnOnce(&mut exact::Exact<'_>) -> Option<T>,
+    ) -> Option<T> {
+        let limits = &self.opts.limits;
+        let mut ex = exact::Exact::new(syms, point, limits, self.work.get(), limits.max_work);
+        let r = f(&mut ex);
+        self.work.set(ex.work.min(limits.max_work));
+        r
+    }
+
+    /// The value of a constant, exactly while it is rational.
+    fn value(&self, n: &Node) -> R<V> {
+        let compute = || {
+            let mut ev = self.evaluator();
+            let v = ev.eval(n);
+            self.work.set(ev.work);
+            v
+        };
+        match self.memo_of(n) {
+            Some(m) => m.value.get_or_init(compute).clone(),
+            None => compute(),
+        }
+    }
+
+    /// The canonical form of a constant (memoised for the gold).
+    fn constant_form(&self, n: &Node) -> Option<exact::Frac> {
+        match self.memo_of(n) {
+            Some(m) => m.form.get_or_init(|| self.form(n, &[], None)).clone(),
+            None => self.form(n, &[], None),
+        }
+    }
+
+    /// An enclosure of a real constant at the lowest precision (memoised
+    /// for the gold).
+    fn ball(&self, n: &Node) -> Option<real::Ball> {
+        let compute = || {
+            let mut enc = real::Encloser::new(&self.opts.limits, self.work.get());
+            let b = enc.eval(n, real::PRECISIONS[0]);
+            self.work.set(enc.work);
+            b
+        };
+        match self.memo_of(n) {
+            Some(m) => m.ball.get_or_init(compute).clone(),
+            None => compute(),
+        }
+    }
+
+    /// Whether two real constants are certainly different: their
+    /// enclosures at the lowest precision do not meet.
+    fn apart(&self, g: &Node, vg: &V, p: &Node, vp: &V) -> bool {
+        let real = |v: &V| match v {
+            V::Q(c) => c.im.is_zero(),
+            V::F(c) => c.im == 0.0,
+            _ => false,
+        };
+        if !real(vg) || !real(vp) {
+            return false;
+        }
+        let Some(bg) = self.ball(g) else {
+            return false;
+        };
+        let Some(bp) = self.ball(p) else {
+            return false;
+        };
+        bg.apart(&bp)
+    }
+
+    /// A caller's relative tolerance for a decimal against a value it can
+    /// only approximate, decided on certified enclosures: `|g - p| <= tol ·
+    /// max(|g|, |p|)`.
+    fn within_tolerance(&self, g: &Node, vg: &V, p: &Node, vp: &V) -> Option<bool> {
+        let tol = BigRational::from_float(self.opts.rel_tol)?;
+        if tol.is_zero() {
+            return None;
+        }
+        let exact_of = |v: &V| match v {
+            V::Q(c) if c.im.is_zero() => Some(c.re.clone()),
+            _ => None,
+        };
+        let (qg, qp) = (exact_of(vg), exact_of(vp));
+        for prec in real::PRECISIONS {
+            let bound = |n: &Node, q: &Option<BigRational>| -> Option<(BigRational, BigRational)> {
+                if let Some(q) = q {
+                    return Some((q.clone(), q.clone()));
+                }
+                let mut enc = real::Encloser::new(&self.opts.limits, self.work.get());
+                let b = enc.eval(n, prec);
+                self.work.set(enc.work);
+                b.map(|b| b.bounds())
+            };
+            let (glo, ghi) = bound(g, &qg)?;
+            let (plo, phi) = bound(p, &qp)?;
+            let (dlo, dhi) = (&glo - &phi, &ghi - &plo);
+            let dmax = dlo.abs().max(dhi.abs());
+            let dmin = if dlo.is_negative() && dhi.is_positive() {
+                BigRational::zero()
+            } else {
+                dlo.abs().min(dhi.abs())
+            };
+            let mag = |lo: &BigRational, hi: &BigRational| {
+                let up = lo.abs().max(hi.abs());
+                let down = if lo.is_negative() && hi.is_positive() {
+                    BigRational::zero()
+                } else {
+                    lo.abs().min(hi.abs())
+                };
+                (down, up)
+            };
+            let (gd, gu) = mag(&glo, &ghi);
+            let (pd, pu) = mag(&plo, &phi);
+            if dmax <= &tol * gd.max(pd) {
+                return Some(true);
+            }
+            if dmin > &tol * gu.max(pu) {
+                return Some(false);
+            }
+        }
+        None
     }
 
     /// `g = p` as rational functions of `syms`, within half of what is left
@@ -720,40 +1032,11 @@ impl Cmp<'_> {
         Some((ra?, rb?, ctx))
     }
 
-    /// The values of `n` at the sample points for `syms`.
-    fn sample(&self, n: &Node, syms: &[String], ints: &BTreeSet<String>) -> R<Vec<V>> {
-        let mut out = Vec::with_capacity(3);
-        for point in 0..points_for(syms) {
-            let mut ev = self.evaluator();
-            self.bind(&mut ev, syms, ints, point);
-            let v = ev.eval(n);
-            self.work.set(ev.work);
-            out.push(v?);
-        }
-        Ok(out)
-    }
-
-    fn samples_equal(&self, a: &[V], dec_a: bool, b: &[V], dec_b: bool, no_syms: bool) -> bool {
-        let mut defined = 0;
-        for (va, vb) in a.iter().zip(b) {
-            // A point where both sides are undefined (a pole, a sum with a
-            // non-integer bound) says nothing; any other point must agree.
-            if !no_syms && *va == V::Undefined && *vb == V::Undefined {
-                continue;
-            }
-            if !self.values_equal(va, vb, dec_a, dec_b) {
-                return false;
-            }
-            defined += 1;
-        }
-        defined > 0
-    }
-
+    /// Two exact values: equal, or a decimal against a value it cannot write
+    /// within the caller's relative tolerance.
     pub(crate) fn values_equal(&self, a: &V, b: &V, dec_a: bool, dec_b: bool) -> bool {
         match (a, b) {
-            (V::Undefined, _) | (_, V::Undefined) => false,
             (V::Inf(x), V::Inf(y)) => x == y,
-            (V::Inf(_), _) | (_, V::Inf(_)) => false,
             (V::Q(x), V::Q(y)) => {
                 if x == y {
                     return true;
@@ -762,19 +1045,75 @@ impl Cmp<'_> {
                 let approx = (dec_a && !terminates(y)) || (dec_b && !terminates(x));
                 approx && close(x.to_c64(), y.to_c64(), self.opts.rel_tol)
             }
-            (x, y) => {
-                let (Some(x), Some(y)) = (x.as_c64(), y.as_c64()) else {
-                    return false;
-                };
-                let tol = if dec_a || dec_b {
-                    self.opts.rel_tol
-                } else {
-                    TIGHT
-                };
-                close(x, y, tol)
-            }
+            _ => false,
         }
     }
+
+    /// The precision rule, decided on a certified enclosure of `x_node`
+    /// when its value is not rational.
+    fn rounds_to(&self, d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
+        match x {
+            V::Q(c) if c.im.is_zero() => rounds_to_real(d, e, &c.re),
+            V::F(c) if c.im == 0.0 => {
+                let mut work = self.work.get();
+                let r = rounds_to_node(d, e, x_node, &self.opts.limits, &[], &mut work);
+                self.work.set(work);
+                r
+            }
+            _ => None,
+        }
+    }
+
+    /// Values for `syms` beyond every root of the polynomials the answers
+    /// are built from (`far`, see [`far_magnitude`]), all positive or all
+    /// negative: a sign that no ordinary point reaches (`|x - 500|` against
+    /// `500 - x`, `\sqrt{x^2 - 1000x + 250000}` against `500 - x`) shows
+    /// there. Integer variables keep their ordinary values.
+    fn far_values(
+        &self,
+        syms: &[String],
+        ints: &BTreeSet<String>,
+        far: &BigRational,
+        positive: bool,
+    ) -> Vec<BigRational> {
+        syms.iter()
+            .enumerate()
+            .map(|(k, s)| {
+                if ints.contains(s) {
+                    return self.point_value(s, true, 0);
+                }
+                // Distinct values for distinct variables: far · (1 + k/7 + u).
+                let u = self.point_value(s, false, 0).abs().fract();
+                let scale =
+                    BigRational::one() + BigRational::new(BigInt::from(k), BigInt::from(7)) + u;
+                let v = far * scale;
+                if positive {
+                    v
+                } else {
+                    -v
+                }
+            })
+            .collect()
+    }
+
+    /// Values for `syms` at sample point `point` (see [`Cmp::point_value`]).
+    fn point_values(
+        &self,
+        syms: &[String],
+        ints: &BTreeSet<String>,
+        point: usize,
+    ) -> Vec<BigRational> {
+        syms.iter()
+            .map(|s| self.point_value(s, ints.contains(s), point))
+            .collect()
+    }
+}
+
+/// A step of the sampled proportionality check.
+enum Step {
+    Skip,
+    Differ,
+    Ratio(exact::Frac),
 }
 
 /// A lone decimal literal (possibly negated, a percentage, or times a power
@@ -830,27 +1169,46 @@ fn ten_to(e: i32) -> BigRational {
 /// docs/verify_semantics.md: a decimal answers to the precision it states.
 /// `Some(true)` when the decimal `d` (last digit at 10^e) is `x` rounded or
 /// truncated at its last digit, carries at least 4 significant digits and
-/// `x` is a value it cannot write exactly; `None` otherwise (the ordinary
-/// comparison decides).
-fn rounds_to(d: &BigRational, e: i32, x_node: &Node, x: &V) -> Option<bool> {
-    rounds_to_real(d, e, &real_value(x_node, x)?)
-}
-
-/// The real value a decimal is checked against: exact when rational; for an
-/// irrational value, in 400-bit fixed point when it is built from roots,
-/// powers, `\pi` and `e`, otherwise in `f64`. `None` for anything else.
-pub(crate) fn real_value(x_node: &Node, x: &V) -> Option<BigRational> {
-    match x {
-        V::Q(c) if c.im.is_zero() => Some(c.re.clone()),
-        V::F(c) if c.im == 0.0 && c.re.is_finite() => match precise::fixed(x_node) {
-            Some((fx, bits)) => Some(BigRational::new(fx, BigInt::from(1) << bits)),
-            None => BigRational::from_float(c.re),
-        },
-        _ => None,
+/// `x` is a value it cannot write exactly; `Some(false)` when it is not;
+/// `None` when the rule does not apply or the enclosures of `x` within the
+/// budget cannot tell.
+pub(crate) fn rounds_to_node(
+    d: &BigRational,
+    e: i32,
+    x: &Node,
+    limits: &Limits,
+    env: &[(String, BigRational)],
+    work: &mut u64,
+) -> Option<bool> {
+    if e.unsigned_abs() > 400 {
+        return None;
     }
+    let unit = ten_to(e);
+    let digits = (d.abs() / &unit).to_integer();
+    if digits.to_string().len() < 4 || d.is_zero() {
+        return None;
+    }
+    // The values d stands for: within half a unit (rounded), or up to a
+    // unit away from zero (truncated).
+    let half = &unit / BigRational::from_integer(BigInt::from(2));
+    let (lo, hi) = if d.is_positive() {
+        (d - &half, d + &unit)
+    } else {
+        (d - &unit, d + &half)
+    };
+    real::settle(x, limits, env, work, |b, _| {
+        let (blo, bhi) = b.bounds();
+        if blo > lo && bhi < hi {
+            Some(true)
+        } else if bhi < lo || blo > hi {
+            Some(false)
+        } else {
+            None
+        }
+    })
 }
 
-/// [`rounds_to`] against a value computed once by [`real_value`].
+/// The precision rule against a rational value.
 pub(crate) fn rounds_to_real(d: &BigRational, e: i32, x: &BigRational) -> Option<bool> {
     if e.unsigned_abs() > 400 {
         return None;
@@ -872,12 +1230,12 @@ pub(crate) fn rounds_to_real(d: &BigRational, e: i32, x: &BigRational) -> Option
 /// The precision rule for a pair of constants (`None` when it does not
 /// apply): a decimal against an exact value, or against a decimal with more
 /// digits (the one with fewer digits must be the prediction).
-fn precision_match(g: &Node, vg: &V, p: &Node, vp: &V) -> Option<bool> {
+fn precision_match(g: &Node, vg: &V, p: &Node, vp: &V, cmp: &Cmp<'_>) -> Option<bool> {
     match (stated(g), stated(p)) {
-        (Some((_, eg)), Some((dp, ep))) if ep > eg => rounds_to(&dp, ep, g, vg),
+        (Some((_, eg)), Some((dp, ep))) if ep > eg => cmp.rounds_to(&dp, ep, g, vg),
         (Some(_), Some(_)) => None,
-        (Some((dg, eg)), None) if !p.has_decimal() => rounds_to(&dg, eg, p, vp),
-        (None, Some((dp, ep))) if !g.has_decimal() => rounds_to(&dp, ep, g, vg),
+        (Some((dg, eg)), None) if !p.has_decimal() => cmp.rounds_to(&dg, eg, p, vp),
+        (None, Some((dp, ep))) if !g.has_decimal() => cmp.rounds_to(&dp, ep, g, vg),
         _ => None,
     }
 }
@@ -900,51 +1258,6 @@ fn components(n: &Node) -> Option<Vec<&Node>> {
 
 fn diff(a: &Node, b: &Node) -> Node {
     Node::Add(vec![a.clone(), Node::Neg(Box::new(b.clone()))])
-}
-
-fn value_node(v: &V) -> Node {
-    match v {
-        V::Q(c) if c.im.is_zero() => Node::num(c.re.clone(), None),
-        V::Q(c) => Node::Add(vec![
-            Node::num(c.re.clone(), None),
-            Node::Mul(vec![Node::num(c.im.clone(), None), Node::Sym("i".into())]),
-        ]),
-        V::F(c) => {
-            let re = BigRational::from_float(c.re).unwrap_or_default();
-            let im = BigRational::from_float(c.im).unwrap_or_default();
-            // Marked as decimals: floating-point values are approximations.
-            Node::Add(vec![
-                Node::num(re, Some(FLOAT)),
-                Node::Mul(vec![Node::num(im, Some(FLOAT)), Node::Sym("i".into())]),
-            ])
-        }
-        V::Inf(_) | V::Undefined => Node::Inf,
-    }
-}
-
-fn is_zero(v: &V) -> Option<bool> {
-    match v {
-        V::Q(c) => Some(c.re.is_zero() && c.im.is_zero()),
-        V::F(c) => Some(c.re.abs() < 1e-12 && c.im.abs() < 1e-12),
-        _ => None,
-    }
-}
-
-fn is_positive(v: &V) -> bool {
-    match v {
-        V::Q(c) => c.im.is_zero() && c.re.is_positive(),
-        V::F(c) => c.im.abs() < 1e-12 && c.re > 0.0,
-        _ => false,
-    }
-}
-
-/// A value `f64` could not hold (it overflowed to infinity or NaN).
-fn overflowed(v: &V) -> bool {
-    match v {
-        V::F(c) => !(c.re.is_finite() && c.im.is_finite()),
-        V::Q(c) => !c.to_c64().re.is_finite() || !c.to_c64().im.is_finite(),
-        _ => false,
-    }
 }
 
 /// Whether a rational has a terminating decimal expansion.
@@ -979,14 +1292,6 @@ fn symbols_of(nodes: &[&Node]) -> Vec<String> {
     all.into_iter().collect()
 }
 
-fn points_for(syms: &[String]) -> usize {
-    if syms.is_empty() {
-        1
-    } else {
-        SAMPLE_POINTS
-    }
-}
-
 /// Variables that must take integer values: bounds of sums and products,
 /// arguments of factorials and binomials, subscripts.
 fn integer_symbols(nodes: &[&Node]) -> BTreeSet<String> {
@@ -1006,6 +1311,27 @@ fn integer_symbols(nodes: &[&Node]) -> BTreeSet<String> {
         });
     }
     out
+}
+
+/// A magnitude beyond every real root of a polynomial whose coefficients
+/// are the answers' numbers: `2 (1 + H)^2`, `H` the largest numerator or
+/// denominator written (Cauchy's bound; capped at 2^256 for `H`).
+fn far_magnitude(nodes: &[&Node]) -> BigRational {
+    let cap = BigInt::one() << 256usize;
+    let mut h = BigInt::one();
+    for n in nodes {
+        n.walk(&mut |m| {
+            if let Node::Num(v, _) = m {
+                for part in [v.numer().abs(), v.denom().clone()] {
+                    if part > h {
+                        h = part.min(cap.clone());
+                    }
+                }
+            }
+        });
+    }
+    let one = BigInt::one();
+    BigRational::from_integer((&one + &h) * (&one + &h) * BigInt::from(2))
 }
 
 /// FNV-1a over bytes, continuing from `h`.
@@ -1087,45 +1413,35 @@ impl Cmp<'_> {
     /// others non-integers with 4-digit denominators, of both signs and
     /// magnitudes from below 1 to about 100, so that neither `\sin(42\pi x)`
     /// nor a polynomial with chosen roots vanishes at all of them.
-    fn bind(&self, ev: &mut Evaluator<'_>, syms: &[String], ints: &BTreeSet<String>, point: usize) {
+    fn point_value(&self, s: &str, integer: bool, point: usize) -> BigRational {
         let seed = self.seed();
-        for s in syms {
-            let mut st = seed ^ (point as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
-            fnv(&mut st, s.as_bytes());
-            let r1 = splitmix(&mut st);
-            let r2 = splitmix(&mut st);
-            let r3 = splitmix(&mut st);
-            let v = if ints.contains(s) {
-                BigRational::from_integer(BigInt::from(2 + r1 % 30))
-            } else {
-                let den = 1001 + r1 % 8999;
-                let num = 1 + r2 % (den - 1);
-                let whole = match point % 5 {
-                    0 => 0,
-                    1 => 1 + r3 % 3,
-                    2 => 4 + r3 % 12,
-                    3 => 16 + r3 % 84,
-                    _ => r3 % 8,
-                };
-                let v = BigRational::new(BigInt::from(whole * den + num), BigInt::from(den));
-                let negative = match point % 5 {
-                    1 | 3 => true,
-                    0 | 2 => false,
-                    _ => (r3 >> 40) & 1 == 1,
-                };
-                if negative {
-                    -v
-                } else {
-                    v
-                }
-            };
-            ev.env.push((
-                s.clone(),
-                V::Q(Cq {
-                    re: v,
-                    im: BigRational::zero(),
-                }),
-            ));
+        let mut st = seed ^ (point as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        fnv(&mut st, s.as_bytes());
+        let r1 = splitmix(&mut st);
+        let r2 = splitmix(&mut st);
+        let r3 = splitmix(&mut st);
+        if integer {
+            return BigRational::from_integer(BigInt::from(2 + r1 % 30));
+        }
+        let den = 1001 + r1 % 8999;
+        let num = 1 + r2 % (den - 1);
+        let whole = match point % 5 {
+            0 => 0,
+            1 => 1 + r3 % 3,
+            2 => 4 + r3 % 12,
+            3 => 16 + r3 % 84,
+            _ => r3 % 8,
+        };
+        let v = BigRational::new(BigInt::from(whole * den + num), BigInt::from(den));
+        let negative = match point % 5 {
+            1 | 3 => true,
+            0 | 2 => false,
+            _ => (r3 >> 40) & 1 == 1,
+        };
+        if negative {
+            -v
+        } else {
+            v
         }
     }
 }

@@ -60,6 +60,10 @@ fn rel(op: RelOp) -> &'static str {
         RelOp::Ge => ">=",
         RelOp::Approx => "~",
         RelOp::In => " in ",
+        RelOp::Perp => "⊥",
+        RelOp::Parallel => "∥",
+        RelOp::Sim => "∼",
+        RelOp::Cong => "≅",
     }
 }
 

@@ -23,6 +23,25 @@ pub(crate) enum RelOp {
     Ge,
     Approx,
     In,
+    /// `\perp`, `⊥`.
+    Perp,
+    /// `\parallel`, `∥`.
+    Parallel,
+    /// `\sim`, `∼` (similar figures).
+    Sim,
+    /// `\cong`, `≅` (congruent figures).
+    Cong,
+}
+
+impl RelOp {
+    /// Relations that hold or fail whichever way round they are written
+    /// (`AB \perp CD` is `CD \perp AB`).
+    pub(crate) fn symmetric(self) -> bool {
+        matches!(
+            self,
+            RelOp::Eq | RelOp::Ne | RelOp::Perp | RelOp::Parallel | RelOp::Sim | RelOp::Cong
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -291,7 +310,10 @@ impl<'a> Lexer<'a> {
                         .map(|p| p.len())
                     {
                         self.pos += 1 + skip + n;
-                        self.push(T::Degree)?;
+                        self.degree(end)?;
+                    } else if let Some(n) = self.ordinal_superscript(end) {
+                        // `3^{\text{rd}}`, `2^{nd}`: an ordinal, not a power.
+                        self.pos += n;
                     } else {
                         self.pos += 1;
                         self.push(T::P('^'))?;
@@ -302,10 +324,23 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                     self.push(T::P(c as char))?;
                 }
-                0x0c => self.form_feed(end, 1)?,
-                b'\'' | b'"' | b'?' | b'`' | b'#' | b'@' => self.pos += 1,
+                0x0c => self.escape(end, 'f')?,
+                0x07 => self.escape(end, 'a')?,
+                0x08 => self.escape(end, 'b')?,
+                0x0b => self.escape(end, 'v')?,
+                b'\'' => self.prime()?,
+                b'?' => {
+                    return Err(Rejection::Unparseable(
+                        "a question mark in the answer".into(),
+                    ))
+                }
+                b'"' | b'`' | b'#' | b'@' => self.pos += 1,
                 _ if c >= 0x80 => self.unicode(end)?,
-                _ => self.pos += 1,
+                _ => {
+                    return Err(Rejection::Unparseable(format!(
+                        "a control character (U+{c:04X}) in the answer"
+                    )))
+                }
             }
         }
         self.depth -= 1;
@@ -326,9 +361,6 @@ impl<'a> Lexer<'a> {
             '±' => T::PlusMinus,
             '∓' => T::MinusPlus,
             '√' => T::Cmd("sqrt"),
-            '×' | '·' | '⋅' => T::P('*'),
-            '÷' => T::P('/'),
-            '−' | '–' => T::P('-'),
             '∪' => T::Cmd("cup"),
             '∩' => T::Cmd("cap"),
             '…' => T::Ellipsis,
@@ -336,17 +368,17 @@ impl<'a> Lexer<'a> {
             '⌋' => T::Cmd("rfloor"),
             '⌈' => T::Cmd("lceil"),
             '⌉' => T::Cmd("rceil"),
-            '²' => {
-                self.push(T::P('^'))?;
-                T::Num(BigRational::from_integer(2.into()), None, "2".into())
-            }
-            '³' => {
-                self.push(T::P('^'))?;
-                T::Num(BigRational::from_integer(3.into()), None, "3".into())
-            }
             c if c.is_alphabetic() => T::Letter(c.to_string()),
-            '°' => T::Degree,
-            _ => return Ok(()), // €, £, ¥, nbsp and other decoration
+            '°' => return self.degree(end),
+            // Currency signs are decoration; every other symbol was read by
+            // `unicode::normalize` or voids the answer (none vanishes).
+            c if is_currency(c) => return Ok(()),
+            c => {
+                return Err(Rejection::Unparseable(format!(
+                    "an unknown symbol (U+{:04X}) in the answer",
+                    u32::from(c)
+                )))
+            }
         };
         if matches!(t, T::Cmd("sqrt")) {
             self.push(t)?;
@@ -361,6 +393,13 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
         }
         let run = &self.src[start..self.pos];
+        // `4th`, `21st`: an ordinal suffix on a number is decoration.
+        if is_ordinal(run)
+            && !self.space
+            && matches!(self.out.last().map(|t| &t.t), Some(T::Num(..)))
+        {
+            return Ok(());
+        }
         // A one-letter name carrying digits (`x1`, `y12`) is the subscripted
         // name (`x_1`), as written in answers like `(x1, y1)`.
         if run.len() == 1 && self.peek().is_ascii_digit() {
@@ -428,9 +467,17 @@ impl<'a> Lexer<'a> {
 
     fn command(&mut self, end: usize) -> R<()> {
         let next = self.at(self.pos + 1);
-        if next == 0x0c {
-            // `\f` read by a non-raw Python string as a form feed.
-            return self.form_feed(end, 2);
+        if matches!(next, 0x07 | 0x08 | 0x0b | 0x0c) {
+            // `\f`, `\b`, `\v`, `\a` read by a non-raw Python string as a
+            // control character after a backslash.
+            self.pos += 1;
+            let letter = match next {
+                0x07 => 'a',
+                0x08 => 'b',
+                0x0b => 'v',
+                _ => 'f',
+            };
+            return self.escape(end, letter);
         }
         if next == b'\\' {
             // `\\le` (a doubled backslash, as in escaped sources) is `\le`;
@@ -453,10 +500,14 @@ impl<'a> Lexer<'a> {
                 b'}' => self.push(T::SetClose),
                 b'%' => self.push(T::Percent),
                 b'|' => self.push(T::P('|')),
-                b',' | b'!' | b';' | b':' | b' ' => {
+                b',' | b'!' | b';' | b':' | b' ' | b'>' => {
                     self.space = true;
                     Ok(())
                 }
+                // Accents change the character they sit on (`\=3`, `\~x`).
+                b'\'' | b'"' | b'^' | b'~' | b'=' | b'.' | b'`' => Err(Rejection::Unparseable(
+                    "an accent on a character of the answer".into(),
+                )),
                 _ => Ok(()),
             };
         }
@@ -465,8 +516,15 @@ impl<'a> Lexer<'a> {
         while i < end && self.s[i].is_ascii_alphabetic() {
             i += 1;
         }
-        let name = &self.src[start..i];
+        let src = self.src;
         self.pos = i;
+        self.named(&src[start..i], Some(start), end)
+    }
+
+    /// The command `\name` (the cursor just after it). `start` is where the
+    /// name begins in the source, `None` when it was rebuilt from a control
+    /// character.
+    fn named(&mut self, name: &str, start: Option<usize>, end: usize) -> R<()> {
         let t = match name {
             "frac" | "dfrac" | "tfrac" | "cfrac" => {
                 self.push(T::Cmd("frac"))?;
@@ -527,6 +585,26 @@ impl<'a> Lexer<'a> {
             "gt" => T::Rel(RelOp::Gt),
             "approx" | "simeq" | "thickapprox" => T::Rel(RelOp::Approx),
             "in" => T::Rel(RelOp::In),
+            "perp" | "bot" => T::Rel(RelOp::Perp),
+            "parallel" => T::Rel(RelOp::Parallel),
+            "sim" | "thicksim" => T::Rel(RelOp::Sim),
+            "cong" => T::Rel(RelOp::Cong),
+            // `\not=` is `\ne`; every other negated relation (`\not\in`,
+            // `\not<`, `\notin`, `\nleq`) voids the answer: it is no value.
+            "not" => {
+                let rest = self.src[self.pos..end].trim_start();
+                if let Some(after) = rest.strip_prefix('=') {
+                    self.pos = end - after.len();
+                    T::Rel(RelOp::Ne)
+                } else {
+                    return Err(Rejection::Unparseable("a negated relation".into()));
+                }
+            }
+            "notin" | "nleq" | "ngeq" | "nless" | "ngtr" | "nleqslant" | "ngeqslant" | "nleqq"
+            | "ngeqq" | "lneq" | "gneq" | "lneqq" | "gneqq" | "nparallel" | "nmid" | "nsubset"
+            | "nsubseteq" | "nsupseteq" | "ncong" | "nsim" | "nequiv" | "nexists" => {
+                return Err(Rejection::Unparseable("a negated relation".into()))
+            }
             "equiv" | "coloneqq" => T::Rel(RelOp::Eq),
             "pm" => T::PlusMinus,
             "mp" => T::MinusPlus,
@@ -554,7 +632,7 @@ impl<'a> Lexer<'a> {
             "lim" => T::Cmd("lim"),
             "to" | "rightarrow" | "longrightarrow" => T::Cmd("to"),
             "bmod" | "mod" => T::Cmd("bmod"),
-            "degree" => T::Degree,
+            "degree" => return self.degree(end),
             "and" => T::Text("and".into()),
             "percent" => T::Percent,
             _ if is_func(name).is_some() => T::Cmd(is_func(name).unwrap_or("sin")),
@@ -582,7 +660,7 @@ impl<'a> Lexer<'a> {
                 }
                 // `\lex`, `\pir`: a relation, operator or `\pi` run into a
                 // one-letter name (`\le x`, `\pi r`), not a name `lex`.
-                if let Some(k) = run_into_letter(name) {
+                if let (Some(k), Some(start)) = (run_into_letter(name), start) {
                     self.pos = start - 1;
                     return self.command(start + k);
                 }
@@ -593,20 +671,124 @@ impl<'a> Lexer<'a> {
     }
 
     /// A form feed followed by letters (`\x0crac`) was `\f...` (`\frac`).
-    fn form_feed(&mut self, end: usize, skip: usize) -> R<()> {
-        let mut i = self.pos + skip;
+    /// A control character at the cursor that a non-raw Python string made
+    /// of `\f`, `\b`, `\v` or `\a` (`letter`): followed by letters, it was
+    /// the command they spell with `letter` (`\x0crac` is `\frac`, `\x08inom`
+    /// is `\binom`); alone, a form feed or vertical tab is a space and the
+    /// others void the answer.
+    fn escape(&mut self, end: usize, letter: char) -> R<()> {
+        let from = self.pos + 1;
+        let mut i = from;
         while i < end && self.s[i].is_ascii_alphabetic() {
             i += 1;
         }
-        let name = format!("f{}", &self.src[self.pos + skip..i]);
         self.pos = i;
-        match name.as_str() {
-            "frac" => {
-                self.push(T::Cmd("frac"))?;
-                self.braced_args(end, 2)
+        if i == from {
+            if matches!(letter, 'f' | 'v') {
+                self.space = true;
+                return Ok(());
             }
-            _ => Ok(()),
+            return Err(Rejection::Unparseable(
+                "a control character in the answer".into(),
+            ));
         }
+        let name = format!("{letter}{}", &self.src[from..i]);
+        self.named(&name, None, end)
+    }
+
+    /// `'` (a prime): after a one-letter name it makes a new name (`f'`,
+    /// `x''`); inside a word it is an apostrophe; anywhere else (`5'`, feet or
+    /// minutes) it voids the answer.
+    fn prime(&mut self) -> R<()> {
+        self.pos += 1;
+        let glued = !self.space && !self.newline;
+        match self.out.last_mut() {
+            Some(Token {
+                t: T::Letter(name), ..
+            }) if glued => {
+                name.push('\'');
+                Ok(())
+            }
+            Some(Token { t: T::Text(_), .. }) if glued => Ok(()),
+            _ => Err(Rejection::Unparseable(
+                "a prime or apostrophe after a value".into(),
+            )),
+        }
+    }
+
+    /// `°` at the cursor's left: push it, with a temperature scale glued to
+    /// it (`25°C`, `25^\circ\mathrm{C}`, `25^{\circ} \text{F}`) taken as part
+    /// of the unit.
+    fn degree(&mut self, end: usize) -> R<()> {
+        self.push(T::Degree)?;
+        let rest = &self.src[self.pos..end];
+        let mut t = rest.trim_start_matches([' ', '~']);
+        if let Some(u) = t.strip_prefix("\\,") {
+            t = u.trim_start();
+        }
+        for wrap in ["\\text", "\\mathrm", "\\textrm", "\\rm", ""] {
+            let Some(u) = t.strip_prefix(wrap) else {
+                continue;
+            };
+            let u = u.trim_start();
+            let (inner, after) = if let Some(b) = u.strip_prefix('{') {
+                let Some(k) = b.find('}') else {
+                    return Ok(());
+                };
+                (b[..k].trim(), &b[k + 1..])
+            } else if matches!(wrap, "" | "\\rm") {
+                let w = u.chars().next().map_or(0, char::len_utf8);
+                (&u[..w], &u[w..])
+            } else {
+                return Ok(());
+            };
+            if matches!(inner, "C" | "F") && !after.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                self.pos = end - after.len();
+            }
+            return Ok(());
+        }
+        Ok(())
+    }
+
+    /// The length of an ordinal superscript at the cursor (on `^`) right
+    /// after a number: `^{\text{th}}`, `^{nd}`, `^\text{rd}`, `^{\mathrm{st}}`.
+    fn ordinal_superscript(&self, end: usize) -> Option<usize> {
+        if !matches!(self.out.last().map(|t| &t.t), Some(T::Num(..))) {
+            return None;
+        }
+        let rest = &self.src[self.pos + 1..end];
+        let mut t = rest.trim_start();
+        let braced = t.starts_with('{');
+        if braced {
+            t = t[1..].trim_start();
+        }
+        let mut inner_braced = false;
+        for wrap in [
+            "\\text", "\\mathrm", "\\textrm", "\\rm", "\\textit", "\\mathit",
+        ] {
+            if let Some(u) = t.strip_prefix(wrap) {
+                t = u.trim_start();
+                if let Some(u) = t.strip_prefix('{') {
+                    t = u.trim_start();
+                    inner_braced = true;
+                }
+                break;
+            }
+        }
+        let word_len = t.bytes().take_while(u8::is_ascii_alphabetic).count();
+        if !is_ordinal(&t[..word_len]) {
+            return None;
+        }
+        t = t[word_len..].trim_start();
+        for close in [inner_braced, braced] {
+            if close {
+                t = t.strip_prefix('}')?.trim_start();
+            }
+        }
+        if !braced && !inner_braced && word_len != 2 {
+            return None;
+        }
+        Some(1 + rest.len() - t.len())
     }
 
     /// Whether the `{...}` group at the cursor holds a unit (`\mathrm{cm}`,
@@ -939,6 +1121,32 @@ impl<'a> Lexer<'a> {
         }
         self.push(T::Num(value, decimal, digits))
     }
+}
+
+/// `st`, `nd`, `rd`, `th`: the suffix of an ordinal number.
+fn is_ordinal(word: &str) -> bool {
+    matches!(word, "st" | "nd" | "rd" | "th")
+}
+
+fn is_currency(c: char) -> bool {
+    matches!(
+        c,
+        '¢' | '£'
+            | '¤'
+            | '¥'
+            | '֏'
+            | '؋'
+            | '৲'
+            | '৳'
+            | '฿'
+            | '៛'
+            | '﷼'
+            | '﹩'
+            | '￠'
+            | '￡'
+            | '￥'
+            | '￦'
+    ) || ('\u{20A0}'..='\u{20C0}').contains(&c)
 }
 
 /// A digit string as an integer (u64 parsing when it fits: most do).

@@ -16,11 +16,13 @@ mod ast;
 mod compare;
 pub(crate) mod display;
 mod eval;
+mod exact;
 mod lexer;
 mod parser;
 mod poly;
-mod precise;
+mod real;
 mod snap;
+mod unicode;
 
 use std::fmt;
 
@@ -122,9 +124,28 @@ impl fmt::Display for Rejection {
 impl std::error::Error for Rejection {}
 
 /// A parsed answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Value {
     node: Node,
+    /// What comparisons learn about this answer as a constant (its canonical
+    /// form, its enclosure), kept for the next comparison with it: a gold is
+    /// compared with every completion of its group.
+    memo: compare::Memo,
+}
+
+impl PartialEq for Value {
+    fn eq(&self, o: &Value) -> bool {
+        self.node == o.node
+    }
+}
+
+impl Value {
+    fn of(node: Node) -> Value {
+        Value {
+            node,
+            memo: compare::Memo::default(),
+        }
+    }
 }
 
 impl fmt::Display for Value {
@@ -162,13 +183,11 @@ impl Value {
                 other => items.push(other),
             }
         }
-        Value {
-            node: if items.len() == 1 {
-                items.pop().unwrap_or(Node::Ellipsis)
-            } else {
-                Node::List(items)
-            },
-        }
+        Value::of(if items.len() == 1 {
+            items.pop().unwrap_or(Node::Ellipsis)
+        } else {
+            Node::List(items)
+        })
     }
 }
 
@@ -181,9 +200,13 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
             limits.max_len
         )));
     }
+    let s = unicode::normalize(s)?;
     let s = s.trim();
     if s.is_empty() {
         return Err(Rejection::Empty);
+    }
+    if let Some(words) = parser::prose(s) {
+        return Ok(Value::of(Node::Text(words)));
     }
     let inline = (s.starts_with('$') && !s.starts_with("$$")) || s.starts_with("\\(");
     if inline && s.contains('\n') {
@@ -196,7 +219,7 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
     let tokens = lexer::lex(s, limits)?;
     let node = parser::parse_tokens(&tokens, limits)?;
     let node = lower(node)?;
-    Ok(Value { node })
+    Ok(Value::of(node))
 }
 
 /// Whether `pred` is the same answer as `gold`; over-budget comparisons are
@@ -207,15 +230,22 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 
 /// [`equivalent`], with the reason when the comparison ran out of budget.
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
-    let cmp = |p: &Node| compare::Cmp::new(opts, (&gold.node, p)).equiv(&gold.node, p);
-    if cmp(&pred.node)? {
-        return Ok(true);
+    let cmp = |p: &Node| {
+        compare::Cmp::new(opts, (&gold.node, p))
+            .with_memo(&gold.memo)
+            .equiv(&gold.node, p)
+    };
+    if let Some(v) = gold.memo.verdict(&pred.node, opts) {
+        return Ok(v);
     }
-    // Decimals inside an expression, to the precision they state.
-    match snap::decimals_as_constants(&gold.node, &pred.node, &opts.limits) {
-        Some(p) => cmp(&p),
-        None => Ok(false),
-    }
+    let verdict = cmp(&pred.node)?
+        // Decimals inside an expression, to the precision they state.
+        || match snap::decimals_as_constants(&gold.node, &pred.node, &opts.limits) {
+            Some(p) => cmp(&p)?,
+            None => false,
+        };
+    gold.memo.remember(&pred.node, opts, verdict);
+    Ok(verdict)
 }
 
 /// Whether a claimed equality `a = b` between two constants holds (the step
@@ -262,6 +292,18 @@ fn lower(node: Node) -> Result<Node, Rejection> {
     Ok(match node {
         Node::List(v) => Node::List(lower_items(v)?),
         Node::Set(v) => Node::Set(lower_items(v)?),
+        // A union of finite sets is the set of all their elements
+        // (`\{1, 3\} \cup \{2, 4\}` is `\{1, 2, 3, 4\}`).
+        Node::Union(v) if v.len() > 1 && v.iter().all(|n| matches!(n, Node::Set(_))) => {
+            let items = v
+                .into_iter()
+                .flat_map(|n| match n {
+                    Node::Set(items) => items,
+                    other => vec![other],
+                })
+                .collect();
+            Node::Set(lower_items(items)?)
+        }
         other => {
             let mut alts = expand_pm(approx(fold_matrices(other)));
             if alts.len() == 1 {

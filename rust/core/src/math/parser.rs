@@ -28,6 +28,9 @@ pub(crate) struct Parser<'a> {
     /// Inside the argument of a trigonometric function, where `30^\circ`
     /// means π/6.
     trig: usize,
+    /// A degree sign ended the brace-less argument of a function being read
+    /// (`\sin 80^\circ (\ldots)`: what follows multiplies the sine).
+    angle_closed: bool,
 }
 
 pub(crate) fn parse_tokens(toks: &[Token], limits: &Limits) -> R<Node> {
@@ -40,6 +43,7 @@ pub(crate) fn parse_tokens(toks: &[Token], limits: &Limits) -> R<Node> {
         abs_depth: 0,
         fn_arg: false,
         trig: 0,
+        angle_closed: false,
     };
     if toks.is_empty() {
         return Err(Rejection::Empty);
@@ -223,6 +227,16 @@ impl<'a> Parser<'a> {
             {
                 lbp = 9;
             }
+            // The brace-less argument of a function ends after a degree sign
+            // and at a parenthesis after a space, as in textbooks: `\sin
+            // 80^\circ (1 + x)`, `\sin 80^\circ \cdot 2` and `\sin x (1 + \cos
+            // x)` multiply the sine.
+            if self.fn_arg && lbp == 9 {
+                let spaced_paren = *t == T::P('(') && self.toks[self.pos].space;
+                if self.angle_closed || spaced_paren {
+                    break;
+                }
+            }
             if lbp <= min_bp {
                 break;
             }
@@ -307,7 +321,12 @@ impl<'a> Parser<'a> {
             }
             T::Cmd("cup") => {
                 self.bump();
-                let right = self.expr(5)?;
+                // `{2, 4}` written with bare braces beside `\cup` is a set.
+                let right = if self.peek() == Some(&T::P('{')) {
+                    braced_set(self.group()?)
+                } else {
+                    self.expr(5)?
+                };
                 let mut v = match left {
                     Node::Union(v) => v,
                     other => vec![other],
@@ -398,6 +417,9 @@ impl<'a> Parser<'a> {
                 if self.trig == 0 {
                     return Ok(left);
                 }
+                if self.fn_arg {
+                    self.angle_closed = true;
+                }
                 let per_degree = Node::Div(
                     Box::new(Node::Pi),
                     Box::new(Node::num(BigRational::from_integer(180.into()), None)),
@@ -457,7 +479,14 @@ impl<'a> Parser<'a> {
             T::P('(') | T::P('[') => self.paren(t == &T::P('[')),
             T::P('{') => {
                 self.pos -= 1;
-                self.group()
+                let n = self.group()?;
+                // `{1, 3} \cup {2, 4}`: a braced list united with another
+                // is a set (math-verify's README reads it so).
+                Ok(if self.peek() == Some(&T::Cmd("cup")) {
+                    braced_set(n)
+                } else {
+                    n
+                })
             }
             T::SetOpen => {
                 if self.eat(&T::SetClose) {
@@ -749,10 +778,11 @@ impl<'a> Parser<'a> {
             }
             Ok(a)
         } else {
-            let saved = self.fn_arg;
+            let saved = (self.fn_arg, self.angle_closed);
             self.fn_arg = true;
+            self.angle_closed = false;
             let a = self.expr(8);
-            self.fn_arg = saved;
+            (self.fn_arg, self.angle_closed) = saved;
             a
         }
     }
@@ -902,18 +932,156 @@ fn mul(a: Node, b: Node) -> Node {
     }
 }
 
-/// Words compare case-insensitively, without spaces or the parentheses of
-/// a choice letter (`(C)`).
+/// Words compare case-insensitively, with one space between two words and
+/// none elsewhere, without the parentheses of a choice letter (`(C)`).
 pub(crate) fn normalize_text(s: &str) -> String {
-    let t: String = s
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect::<String>()
-        .to_lowercase();
+    let mut t = String::with_capacity(s.len());
+    let mut gap = false;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            gap = true;
+            continue;
+        }
+        let word = |x: char| x.is_alphanumeric() || x == '\'';
+        if gap && t.chars().next_back().is_some_and(word) && word(c) {
+            t.push(' ');
+        }
+        gap = false;
+        t.extend(c.to_lowercase());
+    }
     let t = t.trim_matches(|c| c == '.' || c == ',' || c == ':');
     let stripped = t
         .strip_prefix('(')
         .and_then(|x| x.strip_suffix(')'))
         .unwrap_or(t);
     stripped.to_string()
+}
+
+/// Words that name mathematics rather than say something: functions,
+/// constants, Greek letters, and the separators "and"/"or".
+const MATH_WORDS: &[&str] = &[
+    "and",
+    "or",
+    "und",
+    "sin",
+    "cos",
+    "tan",
+    "sec",
+    "csc",
+    "cot",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "ln",
+    "log",
+    "exp",
+    "lg",
+    "sqrt",
+    "pi",
+    "inf",
+    "infinity",
+    "infty",
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "chi",
+    "psi",
+    "omega",
+    "mod",
+    "bmod",
+    "degree",
+    "degrees",
+    "deg",
+    "percent",
+    "percentage",
+    "pct",
+];
+
+/// Two-letter answers that are words, not products of two names.
+const SHORT_WORDS: &[&str] = &["no", "ok"];
+
+/// An answer written in words only (`all odd positive integers`, `New
+/// York`, `\text{no solution}`, `No.`) as its normalised text: the words in
+/// lower case, one space apart. `None` when the answer is not prose: it has
+/// anything but words, or no word that is one (`x y`, `\sin x`, `x and y`
+/// are mathematics). A single word of three or more letters is left to the
+/// lexer, which reads it as a word too.
+pub(crate) fn prose(s: &str) -> Option<String> {
+    let mut t = s.trim();
+    loop {
+        let before = t.len();
+        for (open, close) in [("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), ("**", "**")] {
+            if let Some(inner) = t.strip_prefix(open).and_then(|x| x.strip_suffix(close)) {
+                t = inner.trim();
+            }
+        }
+        for cmd in [
+            "\\text{",
+            "\\textbf{",
+            "\\textit{",
+            "\\textrm{",
+            "\\mathrm{",
+            "\\mbox{",
+            "\\emph{",
+            "\\textnormal{",
+        ] {
+            if let Some(inner) = t.strip_prefix(cmd).and_then(|x| x.strip_suffix('}')) {
+                if !inner.contains(['{', '}']) {
+                    t = inner.trim();
+                }
+            }
+        }
+        t = t.trim_end_matches(['.', '!', ',', ';', ':']).trim_end();
+        if t.len() == before {
+            break;
+        }
+    }
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let wordlike = |w: &&str| {
+        let b = w.as_bytes();
+        b.first().is_some_and(u8::is_ascii_alphabetic)
+            && b.last().is_some_and(u8::is_ascii_alphabetic)
+            && b.iter()
+                .all(|c| c.is_ascii_alphabetic() || matches!(c, b'\'' | b'-'))
+    };
+    if words.is_empty() || !words.iter().all(wordlike) {
+        return None;
+    }
+    let lower: Vec<String> = words.iter().map(|w| w.to_ascii_lowercase()).collect();
+    let content = |w: &String| w.len() >= 3 && !MATH_WORDS.contains(&w.as_str());
+    let is_prose = if lower.len() == 1 {
+        SHORT_WORDS.contains(&lower[0].as_str())
+    } else {
+        lower.iter().any(content)
+    };
+    is_prose.then(|| lower.join(" "))
+}
+
+/// A braced group operand of `\cup` as the finite set it lists; a group
+/// holding a structure (an interval, a set) is that structure.
+fn braced_set(n: Node) -> Node {
+    match n {
+        Node::List(v) => Node::Set(v),
+        other if other.is_structure() => other,
+        other => Node::Set(vec![other]),
+    }
 }

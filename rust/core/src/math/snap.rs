@@ -10,9 +10,10 @@
 //! expression does not come closer to the gold by being written in decimals.
 
 use num_rational::BigRational;
+use num_traits::Zero;
 
 use super::ast::{Node, FLOAT};
-use super::compare::{free_symbols, real_value, rounds_to_real};
+use super::compare::{free_symbols, rounds_to_node, rounds_to_real};
 use super::eval::{Evaluator, V};
 use super::Limits;
 
@@ -36,7 +37,12 @@ pub(crate) fn decimals_as_constants(gold: &Node, pred: &Node, limits: &Limits) -
         return None;
     }
     let mut changed = false;
-    let out = replace(pred, &constants, &mut changed);
+    let mut sn = Snap {
+        constants: &constants,
+        limits,
+        work: 0,
+    };
+    let out = replace(pred, &mut sn, &mut changed);
     changed.then_some(out)
 }
 
@@ -50,11 +56,18 @@ fn stated_decimals(n: &Node) -> usize {
     count
 }
 
+/// A constant of the gold: its exact value when rational, else the
+/// expression, enclosed when a decimal is checked against it.
+enum Constant {
+    Exact(BigRational),
+    Real,
+}
+
 /// The constant parts of the gold with their values: every constant
 /// sub-expression that is not a bare integer, and the constant factors of a
 /// product or the constant terms of a sum taken together (`2\pi` in
 /// `2\pi r`, `1 + \sqrt2` in `x + 1 + \sqrt2`).
-fn constants_of(gold: &Node, limits: &Limits) -> Vec<(Node, BigRational)> {
+fn constants_of(gold: &Node, limits: &Limits) -> Vec<(Node, Constant)> {
     let mut nodes: Vec<Node> = Vec::new();
     gold.walk(&mut |n| {
         if nodes.len() >= MAX_CONSTANTS {
@@ -79,11 +92,8 @@ fn constants_of(gold: &Node, limits: &Limits) -> Vec<(Node, BigRational)> {
     let mut ev = Evaluator::new(limits);
     for n in nodes {
         match ev.eval(&n) {
-            Ok(v @ (V::Q(_) | V::F(_))) => {
-                if let Some(x) = real_value(&n, &v) {
-                    out.push((n, x));
-                }
-            }
+            Ok(V::Q(c)) if c.im.is_zero() => out.push((n, Constant::Exact(c.re))),
+            Ok(V::F(c)) if c.im == 0.0 && c.re.is_finite() => out.push((n, Constant::Real)),
             Ok(_) => {}
             Err(_) => break, // the budget is spent
         }
@@ -95,43 +105,53 @@ fn is_constant(n: &Node) -> bool {
     free_symbols(n).is_empty()
 }
 
-fn replace(n: &Node, constants: &[(Node, BigRational)], changed: &mut bool) -> Node {
-    let rec = |x: &Node, changed: &mut bool| Box::new(replace(x, constants, changed));
-    let all = |v: &[Node], changed: &mut bool| -> Vec<Node> {
-        v.iter().map(|x| replace(x, constants, changed)).collect()
+struct Snap<'a> {
+    constants: &'a [(Node, Constant)],
+    limits: &'a Limits,
+    work: u64,
+}
+
+fn replace(n: &Node, sn: &mut Snap<'_>, changed: &mut bool) -> Node {
+    let rec = |x: &Node, sn: &mut Snap<'_>, changed: &mut bool| Box::new(replace(x, sn, changed));
+    let all = |v: &[Node], sn: &mut Snap<'_>, changed: &mut bool| -> Vec<Node> {
+        v.iter().map(|x| replace(x, sn, changed)).collect()
     };
     match n {
         Node::Num(d, Some(e)) if *e != FLOAT => {
-            for (c, x) in constants {
-                if rounds_to_real(d, *e, x) == Some(true) {
+            for (c, x) in sn.constants {
+                let stands = match x {
+                    Constant::Exact(x) => rounds_to_real(d, *e, x),
+                    Constant::Real => rounds_to_node(d, *e, c, sn.limits, &[], &mut sn.work),
+                };
+                if stands == Some(true) {
                     *changed = true;
                     return c.clone();
                 }
             }
             n.clone()
         }
-        Node::Add(v) => Node::Add(all(v, changed)),
-        Node::Mul(v) => Node::Mul(all(v, changed)),
-        Node::List(v) => Node::List(all(v, changed)),
-        Node::Tuple(v) => Node::Tuple(all(v, changed)),
-        Node::Set(v) => Node::Set(all(v, changed)),
-        Node::Union(v) => Node::Union(all(v, changed)),
-        Node::Rel(v, ops) => Node::Rel(all(v, changed), ops.clone()),
-        Node::Apply(f, v) => Node::Apply(f.clone(), all(v, changed)),
-        Node::Matrix(rows) => Node::Matrix(rows.iter().map(|r| all(r, changed)).collect()),
-        Node::Neg(a) => Node::Neg(rec(a, changed)),
-        Node::Func(f, a) => Node::Func(*f, rec(a, changed)),
+        Node::Add(v) => Node::Add(all(v, sn, changed)),
+        Node::Mul(v) => Node::Mul(all(v, sn, changed)),
+        Node::List(v) => Node::List(all(v, sn, changed)),
+        Node::Tuple(v) => Node::Tuple(all(v, sn, changed)),
+        Node::Set(v) => Node::Set(all(v, sn, changed)),
+        Node::Union(v) => Node::Union(all(v, sn, changed)),
+        Node::Rel(v, ops) => Node::Rel(all(v, sn, changed), ops.clone()),
+        Node::Apply(f, v) => Node::Apply(f.clone(), all(v, sn, changed)),
+        Node::Matrix(rows) => Node::Matrix(rows.iter().map(|r| all(r, sn, changed)).collect()),
+        Node::Neg(a) => Node::Neg(rec(a, sn, changed)),
+        Node::Func(f, a) => Node::Func(*f, rec(a, sn, changed)),
         Node::Div(a, b) => {
-            let a = rec(a, changed);
-            Node::Div(a, rec(b, changed))
+            let a = rec(a, sn, changed);
+            Node::Div(a, rec(b, sn, changed))
         }
         Node::Pow(a, b) => {
-            let a = rec(a, changed);
-            Node::Pow(a, rec(b, changed))
+            let a = rec(a, sn, changed);
+            Node::Pow(a, rec(b, sn, changed))
         }
         Node::Interval(a, b, l, r) => {
-            let a = rec(a, changed);
-            Node::Interval(a, rec(b, changed), *l, *r)
+            let a = rec(a, sn, changed);
+            Node::Interval(a, rec(b, sn, changed), *l, *r)
         }
         _ => n.clone(),
     }

@@ -54,6 +54,38 @@ fn structures() {
 }
 
 #[test]
+fn a_gold_remembers_verdicts_only_under_the_same_options() {
+    let p = ParseOptions::default();
+    let gold = parse("\\sqrt2", &p).unwrap();
+    let (right, wrong) = (parse("\\sqrt{2}", &p).unwrap(), parse("1.41", &p).unwrap());
+    let strict = CompareOptions::default();
+    let loose = CompareOptions {
+        rel_tol: 0.01,
+        ..CompareOptions::default()
+    };
+    for _ in 0..2 {
+        assert_eq!(compare(&gold, &right, &strict), Ok(true));
+        assert_eq!(compare(&gold, &wrong, &strict), Ok(false));
+        // Another tolerance is decided afresh, not read from the memo.
+        assert_eq!(compare(&gold, &wrong, &loose), Ok(true));
+    }
+}
+
+#[test]
+fn unions_of_finite_sets_are_sets() {
+    // math-verify's README example, bare braces beside `\cup` included.
+    assert!(eq("{1,3} \\cup {2,4}", "{1,2,3,4}"));
+    assert!(eq("\\{1,3\\} \\cup \\{2,4\\}", "\\{4,3,2,1\\}"));
+    assert!(eq("\\{1,2,3,4\\}", "\\{1,3\\} \\cup \\{2,4\\}"));
+    assert!(eq("\\{1,3\\} \\cup \\{3,4\\}", "\\{1,3,4\\}"));
+    assert!(!eq("\\{1,2,3\\}", "\\{1,3\\} \\cup \\{2,4\\}"));
+    assert!(!eq("{1,3} \\cup {2,4}", "(1,2,3,4)"));
+    // A union with an interval stays a union.
+    assert!(!eq("\\{1\\} \\cup [2,3]", "\\{1,2,3\\}"));
+    assert!(eq("\\{1\\} \\cup [2,3]", "[2,3] \\cup \\{1\\}"));
+}
+
+#[test]
 fn budgets() {
     let p = ParseOptions::default();
     for s in ["2^{2^{2^{2^{2^{100}}}}}", "10^{10^{10}}", "9999999!"] {
@@ -98,6 +130,21 @@ mod properties {
             Just("&".to_string()),
             Just("\\\\".to_string()),
             Just("\\sum_{k=1}^{n}".to_string()),
+            Just("\\sin".to_string()),
+            Just("\\ln".to_string()),
+            Just("\\arctan".to_string()),
+            Just("e^".to_string()),
+            Just("\\pi".to_string()),
+            Just("\\lfloor".to_string()),
+            Just("\\rfloor".to_string()),
+            Just("10^{-400}".to_string()),
+            Just("2^{1/1000}".to_string()),
+            Just("\\sqrt[1000]".to_string()),
+            Just("\\not".to_string()),
+            Just("\u{338}".to_string()),
+            Just("\u{2212}".to_string()),
+            Just("\u{bd}".to_string()),
+            Just("\u{b2}".to_string()),
             Just("!".to_string()),
             Just("%".to_string()),
             Just("|".to_string()),
@@ -632,4 +679,64 @@ fn an_empty_root_index_in_braces() {
     let p = ParseOptions::default();
     assert_eq!(parse("\\sqrt{}", &p), Err(Rejection::Empty));
     assert!(eq("\\sqrt{2}{3}", "3\\sqrt2"));
+}
+
+/// Hostile inputs for the exact and enclosure arithmetic end as non-matches
+/// (a reason, over budget or not); the report of issue 22 gives their times.
+#[test]
+fn hostile_inputs_end_as_non_matches() {
+    let p = ParseOptions::default();
+    let o = CompareOptions::default();
+    let nested = "\\sin(".repeat(60) + "1" + &")".repeat(60);
+    let sum_roots: Vec<String> = (2..300).map(|k| format!("\\sqrt{{{k}}}")).collect();
+    let cases = [
+        ("1", "e^{e^{e^{e^{10}}}}".to_string()),
+        ("\\pi", "\\pi + e^{-e^{e^{5}}}".to_string()),
+        ("\\pi", "\\pi + 10^{-16000}".to_string()),
+        ("0", "\\sin(10^{300})".to_string()),
+        ("0", "\\sin(2^{30})".to_string()),
+        ("1", "\\lfloor e^{e^{5}} \\rfloor".to_string()),
+        ("1", "\\lfloor 10^{400}\\pi \\rfloor".to_string()),
+        ("1", "\\lceil \\sqrt{2}^{1000} \\rceil".to_string()),
+        ("1", nested),
+        ("1", "(1+\\sqrt2+\\sqrt3+\\sqrt5+\\sqrt7)^{64}".to_string()),
+        ("x", "(x+\\sqrt2)^{64}".to_string()),
+        ("x", "(x+y+z+\\sqrt2)^{30}".to_string()),
+        ("1", "\\sqrt[1000]{2}^{999}".to_string()),
+        ("1", "2^{\\frac{1}{1000}}".to_string()),
+        ("1", "\\ln(\\ln(\\ln(\\ln(\\ln(10^{400})))))".to_string()),
+        ("1", "\\arctan(10^{400})".to_string()),
+        ("1", "\\tan(\\frac{\\pi}{2} - 10^{-300})".to_string()),
+        ("x", "e^{x^{100}}".to_string()),
+        ("x", "|x-10^{300}| + \\lfloor x^{50} \\rfloor".to_string()),
+        ("x", "\\sqrt{x^{2} - 10^{600}x + 10^{1200}}".to_string()),
+        ("1", "\\sum_{k=1}^{1000} \\frac{1}{k^2}".to_string()),
+        ("1", "\\prod_{k=1}^{1000} \\sqrt{k}".to_string()),
+        ("1", "\\sum_{k=1}^{1000} \\sin k".to_string()),
+        ("1", sum_roots.join("+")),
+        ("1", sum_roots.concat()),
+        (
+            "1",
+            "\\sqrt{2}^{\\sqrt{2}^{\\sqrt{2}^{\\sqrt{2}}}}".to_string(),
+        ),
+        ("1", "0.".to_string() + &"3".repeat(399)),
+    ];
+    for (g, a) in &cases {
+        let (Ok(x), Ok(y)) = (parse(g, &p), parse(a, &p)) else {
+            continue;
+        };
+        assert!(!equivalent(&x, &y, &o), "{g} vs {a}");
+        assert!(!equivalent(&y, &x, &o), "{a} vs {g}");
+    }
+    // What is large but well defined still equals itself.
+    for s in [
+        "\\pi^{700}",
+        "(1+\\sqrt2)^{900}",
+        "e^{x^3}",
+        "x^{x^{x}}",
+        "\\sin(10^{300})",
+    ] {
+        let x = parse(s, &p).unwrap();
+        assert!(compare(&x, &x, &o).unwrap_or(true), "{s}");
+    }
 }
