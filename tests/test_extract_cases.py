@@ -175,9 +175,9 @@ def test_paid(entry, gold, completion, request):
     assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
 
 
-# Equation chains end in their value. The math engine decides them (owner
-# wt-math: "calculation chains answer their last side"); the extraction hands
-# it the whole chain.
+# Equation chains end in their value. The math engine decides them
+# ("calculation chains answer their last side"); the extraction hands it the
+# whole chain.
 CHAINS = [
     ("10", "a + b + c = 4 + 5 + 1 = 10"),
     ("10", "so a + b + c = 4 + 5 + 1 = 10"),
@@ -187,7 +187,6 @@ CHAINS = [
 ]
 
 
-@pytest.mark.xfail(strict=False, reason="owner wt-math: calculation chains (rust/core/src/math)")
 @pytest.mark.parametrize(("gold", "completion"), CHAINS, ids=[p for _, p in CHAINS])
 def test_an_equation_chain_answers_its_last_side(gold, completion):
     found = grpo_fast.extract_answer(completion)

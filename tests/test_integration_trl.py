@@ -142,14 +142,7 @@ def test_every_call_form_of_trl_and_its_trainer():
         "New York",
         "yes",
         "",
-        pytest.param(
-            "no answer here",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="the core reads a multi-word gold as its first word ('no': n*o) until "
-                "the extraction fix of issue 22 (helper 'extract') lands",
-            ),
-        ),
+        "no answer here",
         "$3$",
         "7",
     ],

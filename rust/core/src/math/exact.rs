@@ -28,6 +28,7 @@
 //! them no match in any case. Every operation is charged against the
 //! comparison's work budget; a form that would grow too large is not built.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use num_bigint::BigInt;
@@ -402,17 +403,40 @@ impl<'a> Exact<'a> {
         if let Some(c) = b.constant() {
             return self.scale(a, &c);
         }
-        let mut out = Sum::zero();
+        // The product's terms gather in place: adding each partial product
+        // into a copy of the sum so far made the copying quadratic.
+        let mut out: BTreeMap<Mono, C> = BTreeMap::new();
         for (ma, ca) in &a.0 {
             for (mb, cb) in &b.0 {
                 self.charge(ca.bits() + cb.bits())?;
                 let prod = self.mono_mul(ma, mb)?;
                 let k = ca.mul(cb);
-                let term = self.scale(&prod, &k)?;
-                out = self.add(&out, &term)?;
+                for (m, c) in prod.0 {
+                    self.charge(c.bits() + k.bits())?;
+                    let c = c.mul(&k);
+                    match out.entry(m) {
+                        Entry::Occupied(mut e) => {
+                            self.charge(c.bits().max(e.get().bits()))?;
+                            let sum = e.get().add(&c);
+                            if sum.is_zero() {
+                                e.remove();
+                            } else {
+                                *e.get_mut() = sum;
+                            }
+                        }
+                        Entry::Vacant(e) => {
+                            if !c.is_zero() {
+                                e.insert(c);
+                            }
+                        }
+                    }
+                }
+                if out.len() > MAX_TERMS {
+                    return None;
+                }
             }
         }
-        Some(out)
+        Some(Sum(out))
     }
 
     fn pow_sum(&mut self, a: &Sum, k: u64) -> Option<Sum> {
@@ -1669,6 +1693,27 @@ mod tests {
         };
         let mut ex = Exact::new(&syms, None, &limits, 0, limits.max_work);
         ex.equal(&fa, &fb) == Some(true)
+    }
+
+    /// The work a product of two `k`-term polynomials in `x` is charged.
+    fn product_work(k: usize) -> u64 {
+        let syms = vec!["x".to_string()];
+        let poly = (0..k).map(|i| format!("x^{{{i}}}")).collect::<Vec<_>>().join("+");
+        let f = form_of(&poly, &syms).expect("a polynomial has a form");
+        let limits = Limits::default();
+        let mut ex = Exact::new(&syms, None, &limits, 0, u64::MAX);
+        let p = ex.mul(&f.n, &f.n).expect("within the term limit");
+        assert_eq!(p.0.len(), 2 * k - 1);
+        ex.work
+    }
+
+    #[test]
+    fn a_product_costs_its_term_products_not_a_copy_per_term() {
+        // k^2 term products: tripling k costs about 9 times the work. The sum
+        // gathered by copying it once per partial product cost k^3 (27 times),
+        // and a 30-term by 30-term product took 100 ms.
+        let (small, large) = (product_work(10), product_work(30));
+        assert!(large < small * 14, "{small} -> {large}");
     }
 
     #[test]
