@@ -1698,7 +1698,10 @@ mod tests {
     /// The work a product of two `k`-term polynomials in `x` is charged.
     fn product_work(k: usize) -> u64 {
         let syms = vec!["x".to_string()];
-        let poly = (0..k).map(|i| format!("x^{{{i}}}")).collect::<Vec<_>>().join("+");
+        let poly = (0..k)
+            .map(|i| format!("x^{{{i}}}"))
+            .collect::<Vec<_>>()
+            .join("+");
         let f = form_of(&poly, &syms).expect("a polynomial has a form");
         let limits = Limits::default();
         let mut ex = Exact::new(&syms, None, &limits, 0, u64::MAX);
