@@ -245,7 +245,7 @@ def test_bad_input_raises_invalid_input():
     with pytest.raises(InvalidInputError, match="unknown sampler_level 'seq'"):
         policy_loss(logp, old, adv, mask, sampler_logp=sampler, sampler_level="seq")
     for bad in (1.0, 0.5, -2, float("nan"), True, "2"):
-        with pytest.raises(InvalidInputError, match="sampler_threshold must be a number > 1"):
+        with pytest.raises(InvalidInputError, match="sampler_threshold must be > 1, got 1.0"):
             policy_loss(logp, old, adv, mask, sampler_logp=sampler, sampler_threshold=bad)
     with pytest.raises(InvalidInputError, match=r"token_weights is \(6, 2\)"):
         policy_loss(logp, old, adv, mask, token_weights=sampler[:, :2])
@@ -444,7 +444,7 @@ def test_a_correction_without_sampler_log_probs_is_refused(make_config):
 def test_bad_sampler_options_are_refused(make_config):
     from grpo_fast.train.trainer import TrainerConfig
 
-    with pytest.raises(InvalidInputError, match="sampler_threshold must be a number > 1"):
+    with pytest.raises(InvalidInputError, match="sampler_threshold must be > 1, got 1.0"):
         make_config(sampler_threshold=1.0).validate()
     with pytest.raises(InvalidInputError, match="sampler_correction must be one of"):
         make_config(sampler_correction="icepop").validate()

@@ -340,8 +340,11 @@ def test_lora_checkpoints_hold_adapters_resume_exactly_and_export_merges(tmp_pat
 def test_a_full_checkpoint_does_not_resume_a_lora_run(tmp_path, make_config):
     Trainer(make_config(max_steps=1)).train()
     ckpt = tmp_path / "run" / "checkpoints" / "step-0000001"
-    with pytest.raises(InvalidInputError, match="no LoRA adapters"):
+    # The option check refuses first (lora_r differs); forced past it, the weights do.
+    with pytest.raises(InvalidInputError, match=r"lora_r: 0 -> 2.*--resume-force"):
         Trainer(make_config(max_steps=2, lora_r=2, resume=str(ckpt)))
+    with pytest.raises(InvalidInputError, match="no LoRA adapters"):
+        Trainer(make_config(max_steps=2, lora_r=2, resume=str(ckpt), resume_force=True))
     with pytest.raises(InvalidInputError, match="holds LoRA adapters"):
         make_config(model=str(_lora_checkpoint(tmp_path, make_config))).validate()
 

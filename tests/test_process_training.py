@@ -298,7 +298,10 @@ def test_process_flags_that_cannot_work_exit_2(tmp_path, capsys):
     assert e.value.code == 2
     rows = [{"prompt": "1+1=", "answer": "2"}]
     data = write_jsonl(tmp_path / "d.jsonl", rows)
-    assert main(["eval", "--data", str(data), "-n", "1", "--max-new-tokens", "0"]) == 2
+    with pytest.raises(SystemExit) as e:  # a bound checked as the flag parses
+        main(["eval", "--data", str(data), "-n", "1", "--max-new-tokens", "0"])
+    assert e.value.code == 2
+    assert "argument --max-new-tokens: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_batches_of_token_advantages_take_and_concat():
