@@ -162,7 +162,7 @@ pub(super) fn expression_around(
 }
 
 /// The end of the brace groups starting at `j` (`{1}{2}` after `\frac`).
-fn brace_groups_end(b: &[u8], mut j: usize) -> usize {
+pub(super) fn brace_groups_end(b: &[u8], mut j: usize) -> usize {
     while b.get(j) == Some(&b'{') {
         let mut depth = 0usize;
         while j < b.len() {

@@ -2,6 +2,7 @@
 //! and the punctuation that matters between values. One pass, linear: an
 //! unclosed `$` or `\(` is remembered as unclosed, so it is looked for once.
 
+use super::clause::brace_groups_end;
 use super::fallback::{number_at, CHOICES};
 use super::markers::find_close;
 use super::words;
@@ -194,25 +195,7 @@ impl<'a> Iterator for Tokens<'a> {
                         return Some(Tok::Math((i, j)));
                     }
                     // A command and its brace groups: `\frac{1}{2}`, `\pi`.
-                    while b.get(j) == Some(&b'{') {
-                        let mut depth = 0usize;
-                        while j < b.len() {
-                            match b[j] {
-                                b'{' => depth += 1,
-                                b'}' => {
-                                    depth -= 1;
-                                    if depth == 0 {
-                                        j += 1;
-                                        break;
-                                    }
-                                }
-                                b'\\' => j += 1,
-                                _ => {}
-                            }
-                            j += 1;
-                        }
-                    }
-                    let end = j.min(b.len());
+                    let end = brace_groups_end(b, j);
                     self.i = end;
                     return Some(value(end));
                 }

@@ -627,13 +627,19 @@ fn atan_reduced(y: &Ball, w: u64) -> Option<Ball> {
         let s = one.add(&y.mul(&y, w), w).root(2, w)?;
         y = y.div(&one.add(&s, w), w)?;
     }
-    let y2 = y.mul(&y, w);
-    let mut pow = y.clone();
-    let mut sum = y.clone();
+    Some(atan_series(&y, w).mul_pow2(3))
+}
+
+/// atan x = x - x^3/3 + x^5/5 - ... for |x| < 1, the rest (alternating,
+/// decreasing) below the last power taken.
+fn atan_series(x: &Ball, w: u64) -> Ball {
+    let x2 = x.mul(x, w);
+    let mut pow = x.clone();
+    let mut sum = x.clone();
     let mut k = 1u64;
     let mut neg = false;
     loop {
-        pow = pow.mul(&y2, w);
+        pow = pow.mul(&x2, w);
         k += 2;
         neg = !neg;
         let term = pow.div_int(k, w);
@@ -647,7 +653,7 @@ fn atan_reduced(y: &Ball, w: u64) -> Option<Ball> {
         }
     }
     sum.r = sum.r.add(pow.upper());
-    Some(sum.mul_pow2(3))
+    sum
 }
 
 fn sin_cos_series(t: &Ball, w: u64) -> Option<(Ball, Ball)> {
@@ -711,27 +717,7 @@ fn pi(p: u64) -> Ball {
         let w = w + 16;
         let series = |k: i64| {
             let x = Ball::from_rational(&Q::new(BigInt::one(), BigInt::from(k)), w);
-            let x2 = x.mul(&x, w);
-            let mut pow = x.clone();
-            let mut sum = x;
-            let mut j = 1u64;
-            let mut neg = false;
-            loop {
-                pow = pow.mul(&x2, w);
-                j += 2;
-                neg = !neg;
-                let term = pow.div_int(j, w);
-                sum = if neg {
-                    sum.sub(&term, w)
-                } else {
-                    sum.add(&term, w)
-                };
-                if term.upper().log2_up() < -(w as i64) - 4 {
-                    break;
-                }
-            }
-            sum.r = sum.r.add(pow.upper());
-            sum
+            atan_series(&x, w)
         };
         series(5).mul_int(16, w).sub(&series(239).mul_int(4, w), w)
     })
