@@ -323,32 +323,29 @@ def vs_verl() -> None:
     def per_item(fn, golds, preds, rounds):
         return _median(lambda: fn(golds, preds), rounds) / len(preds)
 
-    print("against verl's math_reward, one thread (same items, same run):")
-    goals = {2_000: 3.0, 16_000: 8.0}
-    for length, group in [(2_000, 8), (16_000, 8), (2_000, 1), (16_000, 1)]:
-        golds, preds = long_completions(2_000, length, seed=1, group=group)
+    def compare(title, golds, preds, group, length):
         theirs = per_item(verl_all, golds, preds, 5)
         batch = per_item(grpo_fast.verify_batch, golds, preds, 11)
         single = per_item(one_call_each, golds, preds, 5)
         shape = "groups of 8" if group > 1 else "one gold each"
-        print(f" {length:,} chars, {shape}:")
+        print(f" {length:,} chars, {title}{shape}:")
         _row("verl math_reward", theirs)
         _row("grpo-fast verify_batch", batch, f"ratio {theirs / batch:5.2f}x")
         _row("grpo-fast verify (per item)", single, f"ratio {theirs / single:5.2f}x")
+
+    print("against verl's math_reward, one thread (same items, same run):")
+    goals = {2_000: 3.0, 16_000: 8.0}
+    shapes = [(2_000, 8), (16_000, 8), (2_000, 1), (16_000, 1)]
+    for length, group in shapes:
+        golds, preds = long_completions(2_000, length, seed=1, group=group)
+        compare("", golds, preds, group, length)
         if group > 1:
             print(f"  (goal: verify_batch >= {goals[length]:.0f}x, verify >= 1.5x)")
-    for length, group in [(2_000, 8), (16_000, 8), (2_000, 1), (16_000, 1)]:
+    for length, group in shapes:
         golds, preds, right = mixed_completions(2_000, length, seed=1, group=group)
         got = grpo_fast.verify_batch(golds, preds).tolist()
         assert got == [float(r) for r in right], "mixed workload: a wrong verdict"
-        theirs = per_item(verl_all, golds, preds, 5)
-        batch = per_item(grpo_fast.verify_batch, golds, preds, 11)
-        single = per_item(one_call_each, golds, preds, 5)
-        shape = "groups of 8" if group > 1 else "one gold each"
-        print(f" {length:,} chars, mixed kinds, half wrong, {shape}:")
-        _row("verl math_reward", theirs)
-        _row("grpo-fast verify_batch", batch, f"ratio {theirs / batch:5.2f}x")
-        _row("grpo-fast verify (per item)", single, f"ratio {theirs / single:5.2f}x")
+        compare("mixed kinds, half wrong, ", golds, preds, group, length)
         if group > 1:
             print(f"  (goal: verify_batch >= {goals[length]:.0f}x, verify >= 1.5x)")
         else:
