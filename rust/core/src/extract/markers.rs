@@ -233,7 +233,9 @@ pub(super) fn marker_value(text: &str, start: usize) -> Option<MarkerValue<'_>> 
     s = s.strip_prefix("**").unwrap_or(s);
     s = s.trim_start_matches([' ', '\t', ':']);
     let offset = |part: &str| part.as_ptr() as usize - text.as_ptr() as usize;
-    let sentence = line_value(s).unwrap_or("");
+    // No sentence: the empty one where the value would start (an offset
+    // within `text`, unlike a static "").
+    let sentence = line_value(s).unwrap_or(&s[..0]);
     let mut end = offset(sentence) + sentence.len();
     for (open, close) in [("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")] {
         if let Some(inner) = s.strip_prefix(open) {
