@@ -164,6 +164,9 @@ def verify(
 def verify_batch(
     golds: object, preds: object, options: VerifyOptions, truncated: object = None
 ) -> npt.NDArray[np.float32]: ...
+def verify_match(
+    gold: object, pred: object, options: VerifyOptions, truncated: object = None
+) -> bool: ...
 
 @final
 class RewardSpec:

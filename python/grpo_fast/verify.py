@@ -378,17 +378,9 @@ def verify(
     >>> verify("3", "so we add 1 and 2 to get 3", truncated=True)
     False
     """
-    return verify_detailed(
-        gold,
-        pred,
-        rel_tol=rel_tol,
-        allow_set_relation_comp=allow_set_relation_comp,
-        rules=rules,
-        max_length=max_length,
-        tail_length=tail_length,
-        think=think,
-        truncated=truncated,
-    ).matched
+    # verify_detailed's `matched`, without rendering the answers.
+    opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
+    return _core.verify_match(gold, pred, opts, truncated)
 
 
 def verify_batch(

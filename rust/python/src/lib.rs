@@ -27,7 +27,8 @@ mod _core {
     use crate::threads::{get_num_threads, set_num_threads};
     #[pymodule_export]
     use crate::verify::{
-        extract_answer, extract_gold, parse, verify, verify_batch, PyRewardSet, PyRewardSpec,
+        extract_answer, extract_gold, parse, verify, verify_batch, verify_match, PyRewardSet,
+        PyRewardSpec,
     };
 
     #[pymodule_init]

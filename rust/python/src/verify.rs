@@ -119,6 +119,25 @@ pub fn verify(
     })
 }
 
+/// Whether one pair matches: [`verify`]'s `matched`, with nothing rendered
+/// (the façade's `grpo_fast.verify`).
+#[pyfunction]
+#[pyo3(signature = (gold, pred, options, truncated=None))]
+pub fn verify_match(
+    py: Python<'_>,
+    gold: &Bound<'_, PyAny>,
+    pred: &Bound<'_, PyAny>,
+    options: PyRef<'_, PyVerifyOptions>,
+    truncated: Option<&Bound<'_, PyAny>>,
+) -> PyResult<bool> {
+    let opts = &options.inner;
+    let truncated = flag("truncated", truncated, false)?;
+    let gold = text::one("gold", gold, opts.extract.max_len)?;
+    let pred = text::one("pred", pred, opts.extract.max_len)?;
+    let (g, p) = (gold.text(), pred.text());
+    run(py, || Ok(core_verify::matches_text(g, p, truncated, opts)))
+}
+
 /// 1.0 / 0.0 per pair, across the core's threads; a pair with a side that
 /// is not read (over the limit, not valid Unicode) is 0.0.
 #[pyfunction]

@@ -562,7 +562,11 @@ fn a_variable_after_a_number_stays_and_a_unit_is_no_letter() {
 fn a_marker_followed_by_no_sentence_has_no_value() {
     // Found by fuzzing: `####` then more `#` (no line value) computed the
     // sentence's offset from a static "" and overflowed.
-    for text in ["x ####################", "#### ####\0\0\0####", "The answer is ####"] {
+    for text in [
+        "x ####################",
+        "#### ####\0\0\0####",
+        "The answer is ####",
+    ] {
         let _ = extract_gold(text, &ExtractOptions::default());
         let _ = extract_answer(text, &ExtractOptions::default());
     }

@@ -21,7 +21,7 @@ use super::display::render;
 use super::eval::{Cq, Evaluator, C64, V};
 use super::parser::normalize_text;
 use super::poly::{self, Rat};
-use super::{exact, real};
+use super::{exact, quick, real};
 use super::{CompareOptions, Limits, Rejection};
 
 type R<T> = Result<T, Rejection>;
@@ -747,6 +747,18 @@ impl Cmp<'_> {
             // The same constant: equal wherever it is defined.
             return Ok(!matches!(self.value(g)?, V::Undefined));
         }
+        // Machine-float enclosures that do not meet: two different values,
+        // told apart before any exact arithmetic (most wrong answers).
+        if quick::apart(g, p, dg || dp, self.opts.rel_tol) {
+            return Ok(false);
+        }
+        // Two monomials (`5\sqrt2`, `\frac{3\pi}{7}`): equal exactly when
+        // their forms in machine integers are.
+        if !dg && !dp {
+            if let Some(same) = quick::monomials_equal(g, p) {
+                return Ok(same);
+            }
+        }
         let mut vg = self.value(g)?;
         let mut vp = self.value(p)?;
         let rational = |v: &V| matches!(v, V::Q(_));
@@ -1225,6 +1237,15 @@ pub(crate) fn rounds_to_real(d: &BigRational, e: i32, x: &BigRational) -> Option
     let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
     let diff = (x - d).abs();
     (diff <= half || (same_side && diff < unit)).then_some(true)
+}
+
+/// Whether the exact canonical forms of two constants are equal (the
+/// engine behind the quick paths, for their tests).
+#[cfg(test)]
+pub(crate) fn forms_equal(g: &Node, p: &Node, opts: &CompareOptions) -> Option<bool> {
+    let c = Cmp::new(opts, (g, p));
+    let (a, b) = (c.form(g, &[], None)?, c.form(p, &[], None)?);
+    c.exact(&[], None, |ex| ex.equal(&a, &b))
 }
 
 /// The precision rule for a pair of constants (`None` when it does not

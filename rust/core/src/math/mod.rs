@@ -20,6 +20,7 @@ mod exact;
 mod lexer;
 mod parser;
 mod poly;
+mod quick;
 mod real;
 mod snap;
 mod unicode;
@@ -438,6 +439,11 @@ fn approx(node: Node) -> Node {
 }
 
 fn expand_pm(node: Node) -> Vec<Node> {
+    let mut any = false;
+    node.walk(&mut |n| any |= matches!(n, Node::PlusMinus(..)));
+    if !any {
+        return vec![node]; // nothing to expand: no copy of the tree
+    }
     let mut out = vec![node];
     for _ in 0..4 {
         let mut next = Vec::new();

@@ -1026,6 +1026,9 @@ const SHORT_WORDS: &[&str] = &["no", "ok"];
 /// are mathematics). A single word of three or more letters is left to the
 /// lexer, which reads it as a word too.
 pub(crate) fn prose(s: &str) -> Option<String> {
+    if !s.bytes().any(|b| b.is_ascii_alphabetic()) {
+        return None; // no word at all (`42`, `(3, 7)`)
+    }
     let mut t = s.trim();
     loop {
         let before = t.len();

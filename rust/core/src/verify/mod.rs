@@ -112,6 +112,66 @@ pub struct Gold {
     /// `compare(value, value)`, computed the first time a completion's answer
     /// is the gold's text itself (the usual correct answer).
     self_match: std::cell::OnceCell<Result<bool, Rejection>>,
+    /// Answers already parsed and compared with this gold, by their text:
+    /// the completions of a group often end in the same few answers. Each
+    /// slot is written once, so a remembered value is lent, not copied.
+    answers: [std::cell::OnceCell<SeenAnswer>; SEEN_ANSWERS],
+}
+
+/// An answer's parts as written, the options it was compared under, its
+/// value and its comparison with the gold.
+#[derive(Debug)]
+struct SeenAnswer {
+    parts: Vec<Box<str>>,
+    opts: CompareOptions,
+    value: Value,
+    result: Result<bool, Rejection>,
+}
+
+/// How many answers a gold remembers (a group rarely has more distinct ones).
+const SEEN_ANSWERS: usize = 8;
+
+impl Gold {
+    /// The value of `parts` and its comparison with the gold: remembered
+    /// for an answer seen before, else parsed and compared.
+    fn compared<'g>(
+        &'g self,
+        parts: &[&str],
+        copts: &CompareOptions,
+        popts: &ParseOptions,
+    ) -> Result<(std::borrow::Cow<'g, Value>, Result<bool, Rejection>), Rejection> {
+        use std::borrow::Cow;
+        let same = |seen: &SeenAnswer| {
+            seen.opts == *copts
+                && seen.parts.len() == parts.len()
+                && seen.parts.iter().zip(parts).all(|(a, b)| **a == **b)
+        };
+        let mut free = None;
+        for slot in &self.answers {
+            match slot.get() {
+                Some(seen) if same(seen) => {
+                    return Ok((Cow::Borrowed(&seen.value), seen.result.clone()))
+                }
+                Some(_) => {}
+                None => {
+                    free = Some(slot);
+                    break;
+                }
+            }
+        }
+        let value = parse_parts(parts, popts)?;
+        let result = math::compare(&self.value, &value, copts);
+        let Some(slot) = free else {
+            return Ok((Cow::Owned(value), result));
+        };
+        let seen = slot.get_or_init(|| SeenAnswer {
+            parts: parts.iter().map(|p| Box::from(*p)).collect(),
+            opts: copts.clone(),
+            value,
+            result: result.clone(),
+        });
+        Ok((Cow::Borrowed(&seen.value), result))
+    }
 }
 
 impl Gold {
@@ -170,6 +230,7 @@ impl Gold {
             choice: one.and_then(gold_choice),
             words,
             self_match: std::cell::OnceCell::new(),
+            answers: Default::default(),
         })
     }
 }
@@ -312,11 +373,8 @@ fn judge<'g>(g: &'g Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> 
             .clone();
         (Cow::Borrowed(gv), r)
     } else {
-        match parse_parts(&e.parts, &popts) {
-            Ok(v) => {
-                let r = math::compare(gv, &v, &copts);
-                (Cow::Owned(v), r)
-            }
+        match g.compared(&e.parts, &copts, &popts) {
+            Ok(found) => found,
             Err(err) => {
                 // `(C) 42` against 42: the option's text answers.
                 if let Some(m) = by_option_text(g, &e, &copts, &popts) {
@@ -496,6 +554,16 @@ pub fn verify_text(
         reason: why.to_owned(),
         pred: None,
         ..v
+    }
+}
+
+/// [`verify_text`]'s `matched`, without rendering the answers or the
+/// reason (the per-item `grpo_fast.verify` path): an unread side, or a gold
+/// with no usable answer, is a non-match.
+pub fn matches_text(gold: Text<'_>, pred: Text<'_>, truncated: bool, opts: &VerifyOptions) -> bool {
+    match (gold, pred) {
+        (Ok(g), Ok(p)) => verify_match(g, p, truncated, opts).unwrap_or(false),
+        _ => false,
     }
 }
 

@@ -112,3 +112,37 @@ fn the_cached_gold_gives_the_uncached_verdict() {
     };
     assert!(!verify("\\sqrt2", "\\boxed{1.41421356}", &none).matched);
 }
+
+#[test]
+fn a_remembered_answer_gets_the_verdict_of_a_fresh_one() {
+    // One prepared gold, more distinct answers than it remembers, each seen
+    // twice in a row and again later, under two tolerances: every verdict
+    // is the one a gold prepared for that pair alone gives.
+    let answers = [
+        "0.3333", "\\frac13", "\\frac{2}{6}", "0.33", "\\frac12", "1/3", "0.333333333",
+        "\\frac{1}{3} or \\frac12", "(1, 3)", "x", "", "\\frac13?", "0.3334",
+    ];
+    let loose = VerifyOptions {
+        rel_tol: 0.05,
+        ..VerifyOptions::default()
+    };
+    let tight = VerifyOptions::default();
+    let shared = Gold::new("\\frac13", &loose).expect("a gold");
+    for round in 0..2 {
+        for opts in [&loose, &tight, &loose] {
+            for a in answers {
+                let pred = format!("The answer is $\\boxed{{{a}}}$.");
+                let fresh = Gold::new("\\frac13", opts).expect("a gold");
+                let want = verify_gold(&fresh, &pred, false, opts);
+                for _ in 0..2 {
+                    let got = verify_gold(&shared, &pred, false, opts);
+                    assert_eq!(got, want, "{a} ({round}, rel_tol {})", opts.rel_tol);
+                }
+            }
+        }
+    }
+    // The tolerance matters for these answers, so the options were honoured.
+    let pred = "so \\boxed{0.33}";
+    assert!(verify_gold(&shared, pred, false, &loose).matched);
+    assert!(!verify_gold(&shared, pred, false, &tight).matched);
+}
