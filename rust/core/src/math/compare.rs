@@ -1220,23 +1220,43 @@ pub(crate) fn rounds_to_node(
     })
 }
 
-/// The precision rule against a rational value.
+/// The precision rule against a rational value: `x` is what the decimal
+/// `d` (last digit at `10^e`, at least four digits) rounds, within half a
+/// unit of that digit, or within one unit on the side away from zero
+/// (truncation). In units of the last digit, `X = x / 10^e` and
+/// `D = d / 10^e`, compared by cross-multiplication: no gcd, no division.
 pub(crate) fn rounds_to_real(d: &BigRational, e: i32, x: &BigRational) -> Option<bool> {
     if e.unsigned_abs() > 400 {
         return None;
     }
-    let unit = ten_to(e);
-    let digits = (d.abs() / &unit).to_integer();
-    if digits.to_string().len() < 4 {
+    let p = num_traits::pow(BigInt::from(10), e.unsigned_abs() as usize);
+    // X = a / b and D = c / f, with b, f > 0.
+    let (a, b, c, f) = if e <= 0 {
+        (
+            x.numer() * &p,
+            x.denom().clone(),
+            d.numer() * &p,
+            d.denom().clone(),
+        )
+    } else {
+        (
+            x.numer().clone(),
+            x.denom() * &p,
+            d.numer().clone(),
+            d.denom() * &p,
+        )
+    };
+    // Fewer than four digits: no precision to speak of.
+    if c.abs() < &f * BigInt::from(1000) {
         return None;
     }
-    if (x / &unit).is_integer() {
+    if (&a % &b).is_zero() {
         return None; // a value it can write: compared exactly
     }
-    let half = &unit / BigRational::from_integer(BigInt::from(2));
-    let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
-    let diff = (x - d).abs();
-    (diff <= half || (same_side && diff < unit)).then_some(true)
+    let gap = (&a * &f - &c * &b).abs();
+    let scale = &b * &f;
+    let same_side = x.is_negative() == d.is_negative() && a.abs() * &f >= c.abs() * &b;
+    (&gap * BigInt::from(2) <= scale || (same_side && gap < scale)).then_some(true)
 }
 
 /// Whether the exact canonical forms of two constants are equal (the

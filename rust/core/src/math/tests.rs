@@ -740,3 +740,55 @@ fn hostile_inputs_end_as_non_matches() {
         assert!(compare(&x, &x, &o).unwrap_or(true), "{s}");
     }
 }
+
+mod precision_rule {
+    use super::compare::rounds_to_real;
+    use num_bigint::BigInt;
+    use num_rational::BigRational;
+    use num_traits::Signed;
+    use proptest::prelude::*;
+
+    /// The rule as written in rationals (the form it had before the
+    /// cross-multiplied one): the reference for the property below.
+    fn reference(d: &BigRational, e: i32, x: &BigRational) -> Option<bool> {
+        let p =
+            BigRational::from_integer(num_traits::pow(BigInt::from(10), e.unsigned_abs() as usize));
+        let unit = if e < 0 { p.recip() } else { p };
+        let digits = (d.abs() / &unit).to_integer();
+        if digits.to_string().len() < 4 || (x / &unit).is_integer() {
+            return None;
+        }
+        let half = &unit / BigRational::from_integer(BigInt::from(2));
+        let same_side = x.is_negative() == d.is_negative() && x.abs() >= d.abs();
+        let diff = (x - d).abs();
+        (diff <= half || (same_side && diff < unit)).then_some(true)
+    }
+
+    fn q(n: i64, d: i64) -> BigRational {
+        BigRational::new(BigInt::from(n), BigInt::from(d))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn the_precision_rule_is_the_rational_one(
+            digits in -3_000_000i64..3_000_000,
+            e in -8i32..4,
+            xn in -40_000_000i64..40_000_000,
+            xd in 1i64..2_000,
+            near in proptest::bool::ANY,
+        ) {
+            let unit = if e < 0 { q(1, 10i64.pow(e.unsigned_abs())) } else { q(10i64.pow(e as u32), 1) };
+            let d = q(digits, 1) * &unit;
+            // Half the time a value within two units of the decimal, on
+            // quarter units half of those times (the boundaries: half a
+            // unit, one unit).
+            let x = match (near, xd % 2 == 0) {
+                (true, true) => &d + q(xn % 9, 4) * &unit,
+                (true, false) => &d + q(xn % 4_000, 1_000) * &unit / q(xd, 1),
+                _ => q(xn, xd),
+            };
+            prop_assert_eq!(rounds_to_real(&d, e, &x), reference(&d, e, &x), "{} e{} vs {}", d, e, x);
+        }
+    }
+}

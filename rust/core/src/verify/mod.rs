@@ -114,8 +114,9 @@ pub struct Gold {
     self_match: std::cell::OnceCell<Result<bool, Rejection>>,
     /// Answers already parsed and compared with this gold, by their text:
     /// the completions of a group often end in the same few answers. Each
-    /// slot is written once, so a remembered value is lent, not copied.
-    answers: [std::cell::OnceCell<SeenAnswer>; SEEN_ANSWERS],
+    /// slot is written once, so a remembered value is lent, not copied
+    /// (boxed: an empty slot is one pointer).
+    answers: [std::cell::OnceCell<Box<SeenAnswer>>; SEEN_ANSWERS],
 }
 
 /// An answer's parts as written, the options it was compared under, its
@@ -164,11 +165,13 @@ impl Gold {
         let Some(slot) = free else {
             return Ok((Cow::Owned(value), result));
         };
-        let seen = slot.get_or_init(|| SeenAnswer {
-            parts: parts.iter().map(|p| Box::from(*p)).collect(),
-            opts: copts.clone(),
-            value,
-            result: result.clone(),
+        let seen = slot.get_or_init(|| {
+            Box::new(SeenAnswer {
+                parts: parts.iter().map(|p| Box::from(*p)).collect(),
+                opts: copts.clone(),
+                value,
+                result: result.clone(),
+            })
         });
         Ok((Cow::Borrowed(&seen.value), result))
     }

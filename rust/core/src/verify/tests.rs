@@ -119,8 +119,19 @@ fn a_remembered_answer_gets_the_verdict_of_a_fresh_one() {
     // twice in a row and again later, under two tolerances: every verdict
     // is the one a gold prepared for that pair alone gives.
     let answers = [
-        "0.3333", "\\frac13", "\\frac{2}{6}", "0.33", "\\frac12", "1/3", "0.333333333",
-        "\\frac{1}{3} or \\frac12", "(1, 3)", "x", "", "\\frac13?", "0.3334",
+        "0.3333",
+        "\\frac13",
+        "\\frac{2}{6}",
+        "0.33",
+        "\\frac12",
+        "1/3",
+        "0.333333333",
+        "\\frac{1}{3} or \\frac12",
+        "(1, 3)",
+        "x",
+        "",
+        "\\frac13?",
+        "0.3334",
     ];
     let loose = VerifyOptions {
         rel_tol: 0.05,
