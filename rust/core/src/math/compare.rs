@@ -1376,7 +1376,7 @@ fn far_magnitude(nodes: &[&Node]) -> BigRational {
 }
 
 /// FNV-1a over bytes, continuing from `h`.
-fn fnv(h: &mut u64, bytes: &[u8]) {
+pub(super) fn fnv(h: &mut u64, bytes: &[u8]) {
     for b in bytes {
         *h ^= u64::from(*b);
         *h = h.wrapping_mul(0x100_0000_01b3);
@@ -1427,7 +1427,7 @@ fn hash_node(n: &Node, h: &mut u64) {
 }
 
 /// splitmix64: the next value of a deterministic stream.
-fn splitmix(state: &mut u64) -> u64 {
+pub(super) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -79,8 +79,8 @@ impl C {
     }
     fn add(&self, o: &C) -> C {
         C {
-            re: &self.re + &o.re,
-            im: &self.im + &o.im,
+            re: q_add(&self.re, &o.re),
+            im: q_add(&self.im, &o.im),
         }
     }
     fn neg(&self) -> C {
@@ -100,7 +100,7 @@ impl C {
             return self.clone();
         }
         if self.im.is_zero() && o.im.is_zero() {
-            return C::real(&self.re * &o.re);
+            return C::real(q_mul(&self.re, &o.re));
         }
         C {
             re: &self.re * &o.re - &self.im * &o.im,
@@ -322,6 +322,8 @@ pub(crate) struct Exact<'a> {
     env: Option<&'a [Q]>,
     /// Variables bound by a `\sum` or `\prod` being expanded.
     bound: Vec<(String, Q)>,
+    /// The hash of `env`, once computed (for [`sampled_value`]).
+    point_hash: Option<u64>,
     limits: &'a Limits,
     pub work: u64,
     cap: u64,
@@ -339,6 +341,7 @@ impl<'a> Exact<'a> {
             syms,
             env,
             bound: Vec::new(),
+            point_hash: None,
             limits,
             work,
             cap,
@@ -357,24 +360,32 @@ impl<'a> Exact<'a> {
 
     fn add(&mut self, a: &Sum, b: &Sum) -> Option<Sum> {
         // Copying the terms costs too.
-        self.charge(4 * (a.0.len() + b.0.len()) as u64)?;
-        let mut out = a.0.clone();
+        self.charge(4 * a.0.len() as u64)?;
+        let mut out = a.clone();
+        self.add_into(&mut out, b)?;
+        Some(out)
+    }
+
+    /// `acc += b` in place: a loop that accumulates terms (a sum's
+    /// summands, `\sum_{k}`) copies none of the sum so far.
+    fn add_into(&mut self, acc: &mut Sum, b: &Sum) -> Option<()> {
+        self.charge(4 * b.0.len() as u64)?;
         for (m, c) in &b.0 {
-            match out.get_mut(m) {
+            match acc.0.get_mut(m) {
                 Some(x) => {
                     self.charge(c.bits().max(x.bits()))?;
                     *x = x.add(c);
                     if x.is_zero() {
-                        out.remove(m);
+                        acc.0.remove(m);
                     }
                 }
                 None => {
                     self.charge(c.bits())?;
-                    out.insert(m.clone(), c.clone());
+                    acc.0.insert(m.clone(), c.clone());
                 }
             }
         }
-        (out.len() <= MAX_TERMS).then_some(Sum(out))
+        (acc.0.len() <= MAX_TERMS).then_some(())
     }
 
     fn scale(&mut self, a: &Sum, k: &C) -> Option<Sum> {
@@ -667,7 +678,7 @@ impl<'a> Exact<'a> {
         };
         let mut s = Sum::zero();
         for (m, c) in terms {
-            s = self.add(&s, &Sum::mono(m, c))?;
+            self.add_into(&mut s, &Sum::mono(m, c))?;
         }
         Some(s)
     }
@@ -728,12 +739,30 @@ impl<'a> Exact<'a> {
         self.frac(n, d)
     }
 
+    /// `acc += x`, in place where both are polynomials (no denominator).
+    fn fadd_into(&mut self, acc: &mut Frac, x: &Frac) -> Option<()> {
+        if let (Some(a), Some(b)) = (acc.as_rational(), x.as_rational()) {
+            self.charge(q_bits(&a).max(q_bits(&b)))?;
+            *acc = Frac::rational(q_add(&a, &b));
+            return Some(());
+        }
+        if acc.d.is_one() && x.d.is_one() {
+            return self.add_into(&mut acc.n, &x.n);
+        }
+        *acc = self.fadd(acc, x)?;
+        Some(())
+    }
+
     fn fneg(&mut self, a: &Frac) -> Option<Frac> {
         let n = self.scale(&a.n, &C::int(-1))?;
         Some(Frac { n, d: a.d.clone() })
     }
 
     fn fmul(&mut self, a: &Frac, b: &Frac) -> Option<Frac> {
+        if let (Some(x), Some(y)) = (a.as_rational(), b.as_rational()) {
+            self.charge(q_bits(&x) + q_bits(&y))?;
+            return Some(Frac::rational(q_mul(&x, &y)));
+        }
         if a.d.is_one() && a.n.is_one() {
             return Some(b.clone());
         }
@@ -874,7 +903,7 @@ impl<'a> Exact<'a> {
                 let mut acc = Frac::c(C::int(0));
                 for t in v {
                     let x = self.form(t)?;
-                    acc = self.fadd(&acc, &x)?;
+                    self.fadd_into(&mut acc, &x)?;
                 }
                 Some(acc)
             }
@@ -946,19 +975,36 @@ impl<'a> Exact<'a> {
             }
             Node::Indexed(name, sub) => {
                 let s = self.form(sub)?;
-                Some(self.atom(Atom::Named(name.clone(), vec![s])))
+                Some(self.application(name, vec![s]))
             }
             Node::Apply(name, args) => {
                 let mut v = Vec::with_capacity(args.len());
                 for a in args {
                     v.push(self.form(a)?);
                 }
-                Some(self.atom(Atom::Named(name.clone(), v)))
+                Some(self.application(name, v))
             }
             Node::BigOp(sum, var, lo, hi, body) => self.big_op(*sum, var, lo, hi, body, n),
             Node::Limit(..) => Some(self.atom(Atom::Raw(render(n)))),
             _ => None,
         }
+    }
+
+    /// An unknown function or indexed name applied (`f(x)`, `F_{k}`): an
+    /// opaque atom; but at a sample point, with rational arguments, a value
+    /// drawn from the point, the name and the arguments, so that such names
+    /// are sampled like variables (the same application has the same value
+    /// on both sides). `F_n = \sum_{k=0}^{n-1} F_k F_{n-k-1}` then costs
+    /// rational arithmetic, not sums of products of atoms.
+    fn application(&mut self, name: &str, args: Vec<Frac>) -> Frac {
+        if let Some(env) = self.env {
+            let rational: Option<Vec<Q>> = args.iter().map(Frac::as_rational).collect();
+            if let Some(qs) = rational {
+                let point = *self.point_hash.get_or_insert_with(|| point_hash(env));
+                return Frac::rational(sampled_value(point, name, &qs));
+            }
+        }
+        self.atom(Atom::Named(name.to_string(), args))
     }
 
     fn atom(&mut self, a: Atom) -> Frac {
@@ -1021,11 +1067,11 @@ impl<'a> Exact<'a> {
             let v = self.form(body);
             self.bound.pop();
             let v = v?;
-            acc = if sum {
-                self.fadd(&acc, &v)?
+            if sum {
+                self.fadd_into(&mut acc, &v)?;
             } else {
-                self.fmul(&acc, &v)?
-            };
+                acc = self.fmul(&acc, &v)?;
+            }
             k += 1;
         }
         Some(acc)
@@ -1374,7 +1420,7 @@ impl<'a> Exact<'a> {
         for (m, c) in &a.n.0 {
             let vars_only = m.e.is_none() && m.f.iter().all(|(g, _)| matches!(g, Gen::Var(_)));
             if vars_only {
-                alpha = self.add(&alpha, &Sum::mono(m.clone(), c.clone()))?;
+                self.add_into(&mut alpha, &Sum::mono(m.clone(), c.clone()))?;
                 continue;
             }
             if m.e.is_none() && m.f.len() == 1 {
@@ -1530,7 +1576,7 @@ impl<'a> Exact<'a> {
             }
             for (base, k) in self.factor(&part)? {
                 let t = Sum::mono(Mono::gen(Gen::Ln(base)), C::int(k * sign));
-                acc = self.add(&acc, &t)?;
+                self.add_into(&mut acc, &t)?;
             }
         }
         Some(Frac::of(acc))
@@ -1650,6 +1696,81 @@ impl<'a> Exact<'a> {
 }
 
 /// A polynomial of the variables with real rational coefficients.
+/// The value of `name(args)` at the sample point `env`: a non-integer of
+/// either sign, below 100 in magnitude, the same for the same point, name
+/// and arguments. Every application at one point shares its 4-digit
+/// denominator (drawn from the point), so that sums of their products keep
+/// small denominators: a sum of thirty products of values with different
+/// denominators spent its time in the gcds of 800-bit rationals.
+fn sampled_value(point: u64, name: &str, args: &[Q]) -> Q {
+    use super::compare::{fnv, splitmix};
+    let mut h = point;
+    let mut p = point;
+    let den = 1001 + splitmix(&mut p) % 8999;
+    fnv(&mut h, name.as_bytes());
+    for q in args {
+        fnv(&mut h, b"|");
+        fnv(&mut h, &q.numer().to_signed_bytes_le());
+        fnv(&mut h, b"/");
+        fnv(&mut h, &q.denom().to_signed_bytes_le());
+    }
+    let (r1, r2) = (splitmix(&mut h), splitmix(&mut h));
+    let num = i128::from((r2 % 100) * den + 1 + r1 % (den - 1));
+    let sign = if (r2 >> 40) & 1 == 1 { -1 } else { 1 };
+    reduced(sign * num, i128::from(den))
+}
+
+/// A rational whose numerator and denominator fit in an `i64`.
+fn small(q: &Q) -> Option<(i128, i128)> {
+    Some((
+        i128::from(q.numer().to_i64()?),
+        i128::from(q.denom().to_i64()?),
+    ))
+}
+
+/// `n / d` in lowest terms, for `d > 0` (both products of two `i64`s).
+fn reduced(n: i128, d: i128) -> Q {
+    let (mut a, mut b) = (n.unsigned_abs(), d.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    let g = a.max(1) as i128;
+    Q::new_raw(BigInt::from(n / g), BigInt::from(d / g))
+}
+
+/// `a + b`, in machine integers while the terms fit (big rationals spend
+/// most of their time allocating and in gcds on small values).
+fn q_add(a: &Q, b: &Q) -> Q {
+    match (small(a), small(b)) {
+        (Some((an, ad)), Some((bn, bd))) if ad == bd => reduced(an + bn, ad),
+        (Some((an, ad)), Some((bn, bd))) => reduced(an * bd + bn * ad, ad * bd),
+        _ => a + b,
+    }
+}
+
+/// `a · b`, as [`q_add`].
+fn q_mul(a: &Q, b: &Q) -> Q {
+    match (small(a), small(b)) {
+        (Some((an, ad)), Some((bn, bd))) => reduced(an * bn, ad * bd),
+        _ => a * b,
+    }
+}
+
+fn q_bits(q: &Q) -> u64 {
+    q.numer().bits() + q.denom().bits()
+}
+
+/// A hash of a sample point's values.
+fn point_hash(env: &[Q]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for q in env {
+        super::compare::fnv(&mut h, &q.numer().to_signed_bytes_le());
+        super::compare::fnv(&mut h, b"/");
+        super::compare::fnv(&mut h, &q.denom().to_signed_bytes_le());
+    }
+    h
+}
+
 fn real_polynomial(f: &Frac) -> bool {
     f.d.is_one()
         && f.n.0.iter().all(|(m, c)| {
@@ -1717,6 +1838,49 @@ mod tests {
         // and a 30-term by 30-term product took 100 ms.
         let (small, large) = (product_work(10), product_work(30));
         assert!(large < small * 14, "{small} -> {large}");
+    }
+
+    proptest::proptest! {
+        /// The machine-integer paths of `q_add` and `q_mul` give the big
+        /// rationals' results in lowest terms, extremes of `i64` included.
+        #[test]
+        fn machine_rationals_are_big_rationals(
+            an in proptest::prop_oneof![proptest::num::i64::ANY, -3i64..3, proptest::strategy::Just(i64::MIN)],
+            ad in proptest::prop_oneof![1..=i64::MAX, 1i64..5, proptest::strategy::Just(i64::MAX)],
+            bn in proptest::prop_oneof![proptest::num::i64::ANY, -3i64..3, proptest::strategy::Just(i64::MIN)],
+            bd in proptest::prop_oneof![1..=i64::MAX, 1i64..5, proptest::strategy::Just(i64::MAX)],
+            same_den in proptest::bool::ANY,
+        ) {
+            let bd = if same_den { ad } else { bd };
+            let a = Q::new_raw(an.into(), ad.into());
+            let b = Q::new_raw(bn.into(), bd.into());
+            for (got, want) in [(q_add(&a, &b), &a + &b), (q_mul(&a, &b), &a * &b)] {
+                proptest::prop_assert_eq!(got.numer(), want.numer());
+                proptest::prop_assert_eq!(got.denom(), want.denom());
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_functions_are_sampled_like_variables() {
+        use crate::verify::{verify, VerifyOptions};
+        let opts = VerifyOptions::default();
+        let sum = r"F_n = \sum_{k=0}^{n-1} F_k F_{n-k-1}";
+        for (gold, pred, equal) in [
+            (sum, r"F_n = \sum_{k=0}^{n-1} F_{n-k-1} F_k", true),
+            (sum, r"F_n = \sum_{k=0}^{n-2} F_k F_{n-k-2}", false),
+            (sum, r"F_n = \sum_{k=1}^{n-1} F_k F_{n-k-1}", false),
+            (r"f(x) + f(2x)", r"f(2x) + f(x)", true),
+            (r"f(x) + f(2x)", r"2f(x)", false),
+            (r"f(x) + f(2x)", r"f(x) + f(x + x)", true),
+            (r"f(x) + f(2x)", r"f(x) + g(2x)", false),
+            (r"a_{n+1} - a_n", r"-(a_n - a_{n+1})", true),
+            (r"a_{n+1} - a_n", r"a_n - a_{n+1}", false),
+            (r"a_{n+1} - a_n", r"a_{n+2} - a_{n+1}", false),
+        ] {
+            let v = verify(&format!("${gold}$"), &format!("\\boxed{{{pred}}}"), &opts);
+            assert_eq!(v.matched, equal, "{gold} against {pred}: {}", v.reason);
+        }
     }
 
     #[test]
