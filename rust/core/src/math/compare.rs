@@ -770,15 +770,24 @@ impl Cmp<'_> {
                 (V::Inf(_), _) | (_, V::Inf(_)) => return Ok(false),
                 _ => {}
             }
+            // Canonical forms; one that is rational stands for its exact
+            // value (`\sin\frac{\pi}{6}` is 1/2). The same form is the
+            // same value: decided before any enclosure is computed (an
+            // enclosure of `10^{\frac{\sqrt{13}-5}{6}}` costs far more).
+            fg = self.constant_form(g);
+            fp = self.constant_form(p);
+            if !dg && !dp {
+                if let (Some(a), Some(b)) = (&fg, &fp) {
+                    if a == b {
+                        return Ok(true);
+                    }
+                }
+            }
             // Two real values whose enclosures are apart differ: the cheap
-            // way out for most wrong answers.
+            // way out for wrong answers the quick check left.
             if !dg && !dp && self.apart(g, &vg, p, &vp) {
                 return Ok(false);
             }
-            // Canonical forms; one that is rational stands for its exact
-            // value (`\sin\frac{\pi}{6}` is 1/2).
-            fg = self.constant_form(g);
-            fp = self.constant_form(p);
             for (f, v) in [(&fg, &mut vg), (&fp, &mut vp)] {
                 if let Some(q) = f.as_ref().and_then(exact::Frac::as_rational) {
                     *v = V::Q(Cq {
@@ -829,6 +838,15 @@ impl Cmp<'_> {
     /// sides alike, since no set of points can tell it apart from a smooth
     /// one.
     fn expressions(&self, g: &Node, p: &Node, syms: &[String]) -> R<bool> {
+        let ints = integer_symbols(&[g, p]);
+        if g == p {
+            // The same expression: equal wherever it is defined, as the
+            // points below would find; one point where it is suffices.
+            let vals = self.point_values(syms, &ints, 0);
+            if self.form(g, syms, Some(&vals)).is_some() {
+                return Ok(true);
+            }
+        }
         if let Some(v) = self.poly_equal(g, p, syms) {
             return Ok(v);
         }
@@ -851,7 +869,6 @@ impl Cmp<'_> {
                 return Ok(false);
             }
         }
-        let ints = integer_symbols(&[g, p]);
         let mut defined = 0;
         let far = far_magnitude(&[g, p]);
         for point in 0..SAMPLE_POINTS + 2 {
@@ -894,7 +911,7 @@ impl Cmp<'_> {
         syms: &[String],
         point: Option<&[BigRational]>,
     ) -> Option<exact::Frac> {
-        self.exact(syms, point, |ex| ex.form(n))
+        self.exact(syms, point, |ex| ex.form_at_point(n))
     }
 
     fn exact<T>(

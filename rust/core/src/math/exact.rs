@@ -1059,22 +1059,128 @@ impl<'a> Exact<'a> {
         if &h - &l > BigInt::from(self.limits.max_terms) {
             return None;
         }
+        // Rational terms gather in `q`, the others in `acc`.
+        let mut q = Q::from_integer(BigInt::from(i64::from(!sum)));
         let mut acc = Frac::c(C::int(i64::from(!sum)));
         let mut k = l;
         while k <= h {
             self.bound
                 .push((var.to_string(), Q::from_integer(k.clone())));
-            let v = self.form(body);
+            let v = match self.rational(body) {
+                Some(r) => Ok(r),
+                None => Err(self.form(body)),
+            };
             self.bound.pop();
-            let v = v?;
-            if sum {
-                self.fadd_into(&mut acc, &v)?;
-            } else {
-                acc = self.fmul(&acc, &v)?;
+            match v {
+                Ok(r) => {
+                    self.charge(q_bits(&q) + q_bits(&r))?;
+                    q = if sum { q_add(&q, &r) } else { q_mul(&q, &r) };
+                }
+                Err(v) if sum => self.fadd_into(&mut acc, &v?)?,
+                Err(v) => acc = self.fmul(&acc, &v?)?,
             }
             k += 1;
         }
-        Some(acc)
+        let q = Frac::rational(q);
+        if sum {
+            self.fadd(&acc, &q)
+        } else {
+            self.fmul(&acc, &q)
+        }
+    }
+
+    /// The value of `n` when rational operations on rational values give it
+    /// (at a sample point, or a sum's term): what [`Exact::form`] gives,
+    /// without building sums of monomials. `None` when any part is not
+    /// such a value (`\pi`, a root, a function, a division by zero): then
+    /// [`Exact::form`] decides.
+    fn rational(&mut self, n: &Node) -> Option<Q> {
+        self.charge(0)?;
+        match n {
+            Node::Num(v, _) => {
+                self.charge(q_bits(v))?;
+                Some((**v).clone())
+            }
+            Node::Sym(s) => {
+                if let Some((_, v)) = self.bound.iter().rev().find(|(k, _)| k == s) {
+                    return Some(v.clone());
+                }
+                let k = self.syms.iter().position(|x| x == s)?;
+                self.env?.get(k).cloned()
+            }
+            Node::Indexed(name, sub) => {
+                let env = self.env?;
+                let q = self.rational(sub)?;
+                let point = *self.point_hash.get_or_insert_with(|| point_hash(env));
+                Some(sampled_value(point, name, &[q]))
+            }
+            Node::Apply(name, args) => {
+                let env = self.env?;
+                let mut qs = Vec::with_capacity(args.len());
+                for a in args {
+                    qs.push(self.rational(a)?);
+                }
+                let point = *self.point_hash.get_or_insert_with(|| point_hash(env));
+                Some(sampled_value(point, name, &qs))
+            }
+            Node::Add(v) => {
+                let mut acc = Q::zero();
+                for t in v {
+                    let x = self.rational(t)?;
+                    self.charge(q_bits(&acc).max(q_bits(&x)))?;
+                    acc = q_add(&acc, &x);
+                }
+                Some(acc)
+            }
+            Node::Neg(a) => Some(-self.rational(a)?),
+            Node::Mul(v) => {
+                let mut acc = Q::one();
+                for t in v {
+                    let x = self.rational(t)?;
+                    self.charge(q_bits(&acc) + q_bits(&x))?;
+                    acc = q_mul(&acc, &x);
+                }
+                Some(acc)
+            }
+            Node::Div(a, b) => {
+                let x = self.rational(a)?;
+                let y = self.rational(b)?;
+                if y.is_zero() {
+                    return None;
+                }
+                self.charge(q_bits(&x) + q_bits(&y))?;
+                Some(q_mul(&x, &y.recip()))
+            }
+            Node::Pow(b, e) => {
+                let k = self.rational(e)?;
+                if !k.is_integer() {
+                    return None;
+                }
+                let k = k.to_integer().to_i64()?;
+                let x = self.rational(b)?;
+                if x.is_zero() && k <= 0 {
+                    return None;
+                }
+                let bits = q_bits(&x).saturating_mul(k.unsigned_abs());
+                if k.unsigned_abs() > self.limits.max_exponent || bits > self.limits.max_bits {
+                    return None;
+                }
+                self.charge(bits)?;
+                Some(num_traits::pow::Pow::pow(&x, k as i32))
+            }
+            Node::Percent(a) => Some(self.rational(a)? / Q::from_integer(BigInt::from(100))),
+            _ => None,
+        }
+    }
+
+    /// [`Exact::form`], through [`Exact::rational`] first at a sample point.
+    pub(crate) fn form_at_point(&mut self, n: &Node) -> Option<Frac> {
+        if self.env.is_some() {
+            if let Some(q) = self.rational(n) {
+                return Some(Frac::rational(q));
+            }
+        }
+        self.form(n)
     }
 
     fn factorial(&mut self, k: &Q) -> Option<Frac> {
@@ -1858,6 +1964,65 @@ mod tests {
                 proptest::prop_assert_eq!(got.numer(), want.numer());
                 proptest::prop_assert_eq!(got.denom(), want.denom());
             }
+        }
+    }
+
+    fn expression() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            (-20i64..20).prop_map(|k| k.to_string()),
+            Just("x".to_string()),
+            Just("n".to_string()),
+            Just(r"\frac{3}{7}".to_string()),
+            Just("0".to_string()),
+        ];
+        leaf.prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a})+({b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a})-({b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a})\\cdot({b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!(r"\frac{{{a}}}{{{b}}}")),
+                (inner.clone(), -3i64..4).prop_map(|(a, k)| format!("({a})^{{{k}}}")),
+                inner.clone().prop_map(|a| format!("f({a})")),
+                inner.clone().prop_map(|a| format!("F_{{{a}}}")),
+                inner.clone().prop_map(|a| format!("{a}\\%")),
+                inner.prop_map(|a| format!(r"\sum_{{k=1}}^{{4}} (k + {a})")),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// At a sample point, the rational path gives what the canonical
+        /// form gives whenever it gives anything (and is undefined, or
+        /// declines, otherwise).
+        #[test]
+        fn the_rational_path_agrees_with_the_form(e in expression()) {
+            let Ok(v) = parse(&e, &ParseOptions::default()) else { return Ok(()); };
+            let syms: Vec<String> = ["n", "x"].iter().map(|s| s.to_string()).collect();
+            let env = [Q::from_integer(BigInt::from(5)), Q::new(BigInt::from(-1234), BigInt::from(1009))];
+            let limits = Limits::default();
+            let mut ex = Exact::new(&syms, Some(&env), &limits, 0, limits.max_work);
+            let fast = ex.rational(&v.node);
+            let mut ex = Exact::new(&syms, Some(&env), &limits, 0, limits.max_work);
+            let form = ex.form(&v.node);
+            if let Some(q) = fast {
+                proptest::prop_assert_eq!(form.and_then(|f| f.as_rational()), Some(q), "{}", e);
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_expression_matches_where_it_is_defined() {
+        use crate::verify::{verify, VerifyOptions};
+        let opts = VerifyOptions::default();
+        for (e, defined) in [
+            (r"\sin(x) + x^2", true),
+            (r"\frac{1}{3\sqrt[3]{x}^2}", true),
+            (r"\frac{1}{x - x}", false),
+            (r"\frac{x}{0}", false),
+        ] {
+            let v = verify(&format!("${e}$"), &format!("\\boxed{{{e}}}"), &opts);
+            assert_eq!(v.matched, defined, "{e}: {}", v.reason);
         }
     }
 
