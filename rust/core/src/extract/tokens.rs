@@ -288,15 +288,25 @@ impl<'a> Tokens<'a> {
                 return Tok::Word(name, (i, i + 4));
             }
         }
+        // Letters, digits, and an apostrophe before an ASCII letter (`it's`);
+        // bytes while they are ASCII, characters otherwise.
         let mut j = i;
         let mut letters = 0;
-        for (k, ch) in v[i..].char_indices() {
-            let letter = ch.is_alphanumeric()
-                || (ch == '\'' && v[i + k + 1..].starts_with(|c: char| c.is_ascii_alphabetic()));
-            if !letter {
+        while j < b.len() {
+            let c = b[j];
+            let width = if c.is_ascii_alphanumeric()
+                || (c == b'\'' && b.get(j + 1).is_some_and(u8::is_ascii_alphabetic))
+            {
+                1
+            } else if c < 0x80 {
                 break;
-            }
-            j = i + k + ch.len_utf8();
+            } else {
+                match v[j..].chars().next() {
+                    Some(ch) if ch.is_alphanumeric() => ch.len_utf8(),
+                    _ => break,
+                }
+            };
+            j += width;
             letters += 1;
         }
         self.i = j;

@@ -124,7 +124,15 @@ const TENS: [&str; 8] = [
 
 /// The value of a number word (`four`, `twenty`, `hundred`), if it is one.
 pub(super) fn number_word(w: &str) -> Option<i64> {
-    if w.len() > 9 {
+    let b = w.as_bytes();
+    // Three to nine letters, starting with a letter some number word starts
+    // with: most words are turned away before any comparison.
+    if !(3..=9).contains(&b.len())
+        || !matches!(
+            b[0].to_ascii_lowercase(),
+            b'b' | b'e' | b'f' | b'h' | b'm' | b'n' | b'o' | b's' | b't' | b'z'
+        )
+    {
         return None;
     }
     let eq = |s: &&str| w.eq_ignore_ascii_case(s);
