@@ -13,7 +13,7 @@
 use num_rational::BigRational;
 use num_traits::{ToPrimitive, Zero};
 
-use super::ast::{Node, FLOAT};
+use super::ast::{Func, Node, FLOAT};
 
 /// The next float above `x` (finite `x`).
 fn up(x: f64) -> f64 {
@@ -111,11 +111,49 @@ impl Iv {
     }
 }
 
+/// The enclosure of a libm result: glibc's `exp`, `ln`, `sin` and `cos`
+/// are within one ulp of the value (other platforms' within two); four ulps
+/// of margin on each side.
+fn libm(lo: f64, hi: f64) -> Option<Iv> {
+    if !(lo.is_finite() && hi.is_finite()) {
+        return None;
+    }
+    let (mut lo, mut hi) = (lo, hi);
+    for _ in 0..4 {
+        (lo, hi) = (down(lo), up(hi));
+    }
+    Some(Iv { lo, hi })
+}
+
+impl Iv {
+    fn exp(self) -> Option<Iv> {
+        libm(self.lo.exp(), self.hi.exp())
+    }
+
+    fn ln(self) -> Option<Iv> {
+        (self.lo > 0.0).then(|| libm(self.lo.ln(), self.hi.ln()))?
+    }
+
+    /// `sin` or `cos` over a narrow interval (width below 10^-3, arguments
+    /// below 10^6): between its values at the ends, widened by `w^2/8` (the
+    /// most a function with `|f''| <= 1` strays from its chord).
+    fn trig(self, f: fn(f64) -> f64) -> Option<Iv> {
+        let w = self.hi - self.lo;
+        if w.is_nan() || w >= 1e-3 || self.lo.abs() > 1e6 || self.hi.abs() > 1e6 {
+            return None;
+        }
+        let (a, b) = (f(self.lo), f(self.hi));
+        let m = up(up(w) * up(w) / 8.0);
+        libm(a.min(b) - m, a.max(b) + m)
+    }
+}
+
 /// Integer powers up to this degree are multiplied out.
 const MAX_POWER: i64 = 16;
 
 /// An enclosure of a constant, or `None` when `n` holds anything but exact
-/// literals, π, `+ - · /`, small integer powers and square roots.
+/// literals, π, `e`, `+ - · /`, small integer powers, square roots, `exp`,
+/// `\ln`, `\sin` and `\cos`.
 fn enclose(n: &Node, depth: u32) -> Option<Iv> {
     if depth > 64 {
         return None;
@@ -134,6 +172,14 @@ fn enclose(n: &Node, depth: u32) -> Option<Iv> {
             lo: down(std::f64::consts::PI),
             hi: up(std::f64::consts::PI),
         }),
+        Node::Sym(e) if e == "e" => Some(Iv {
+            lo: down(std::f64::consts::E),
+            hi: up(std::f64::consts::E),
+        }),
+        Node::Func(Func::Exp, x) => enclose(x, d)?.exp(),
+        Node::Func(Func::Ln, x) => enclose(x, d)?.ln(),
+        Node::Func(Func::Sin, x) => enclose(x, d)?.trig(f64::sin),
+        Node::Func(Func::Cos, x) => enclose(x, d)?.trig(f64::cos),
         Node::Add(v) => {
             let mut acc = Iv { lo: 0.0, hi: 0.0 };
             for t in v {
@@ -157,6 +203,7 @@ fn enclose(n: &Node, depth: u32) -> Option<Iv> {
                     .then(|| enclose(b, d)?.powi(k))
                     .flatten()
             }
+            x if matches!(&**b, Node::Sym(e) if e == "e") => enclose(x, d)?.exp(),
             _ => None,
         },
         Node::Root(i, r) => match &**i {
@@ -472,6 +519,10 @@ mod tests {
             (1i64..40, 1i64..40).prop_map(|(a, b)| format!("\\frac{{{a}}}{{{b}}}")),
             (1i64..200).prop_map(|n| format!("\\sqrt{{{n}}}")),
             Just("\\pi".to_owned()),
+            Just("e".to_owned()),
+            (1i64..30).prop_map(|n| format!("\\ln {n}")),
+            (0i64..30).prop_map(|n| format!("\\sin {n}")),
+            (0i64..30).prop_map(|n| format!("\\cos {n}")),
         ];
         leaf.prop_recursive(3, 12, 3, |inner| {
             prop_oneof![
@@ -480,7 +531,8 @@ mod tests {
                 (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a})+({b})")),
                 (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a})-({b})")),
                 (inner.clone(), 0u32..4).prop_map(|(a, k)| format!("({a})^{{{k}}}")),
-                inner.prop_map(|a| format!("\\sqrt{{{a}}}")),
+                inner.clone().prop_map(|a| format!("\\sqrt{{{a}}}")),
+                inner.prop_map(|a| format!("e^{{{a}}}")),
             ]
         })
     }
@@ -511,14 +563,51 @@ mod tests {
             BigRational::new(digits.parse().expect("digits"), BigInt::from(10).pow(20))
         };
         assert!(exact(pi.lo) < dec(lo) && dec(hi) < exact(pi.hi));
+        // e, exp, ln, sin and cos against 25 digits.
+        for (s, digits) in [
+            ("e", "2.7182818284590452353602874"),
+            ("e^{-1}", "0.3678794411714423215955237"),
+            ("e^{\\frac{1}{2}}", "1.6487212707001281468486507"),
+            ("\\exp(3)", "20.085536923187667740928529"),
+            ("\\ln 2", "0.6931471805599453094172321"),
+            ("\\ln(\\pi)", "1.1447298858494001741434273"),
+            ("\\sin 1", "0.8414709848078965066525023"),
+            ("\\cos 1", "0.5403023058681397174009366"),
+            ("\\sin(\\frac{\\pi}{2})", "1.0000000000000000000000000"),
+            ("\\cos(\\pi)", "-1.0000000000000000000000000"),
+            ("\\sin 1000", "0.8268795405320025602558874"),
+        ] {
+            let x = enclose(&node(s), 0).expect(s);
+            let (neg, body) = digits
+                .strip_prefix('-')
+                .map_or((false, digits), |b| (true, b));
+            let (int, frac) = body.split_once('.').expect("a point");
+            let scale = BigInt::from(10).pow(frac.len() as u32);
+            let v = BigRational::new(
+                format!("{int}{frac}").parse::<BigInt>().expect("digits"),
+                scale.clone(),
+            );
+            let ulp = BigRational::new(BigInt::from(1), scale);
+            let (vlo, vhi) = if neg {
+                (-&v - &ulp, -&v + &ulp)
+            } else {
+                (&v - &ulp, &v + &ulp)
+            };
+            assert!(exact(x.lo) <= vlo && vhi <= exact(x.hi), "{s}: {x:?}");
+            assert!(
+                x.hi - x.lo < 1e-12 * x.hi.abs().max(1.0),
+                "{s}: {x:?} is narrow"
+            );
+        }
     }
 
     #[test]
     fn nothing_else_is_enclosed() {
         for s in [
             "x + 1",
-            "\\sin 1",
-            "e",
+            "\\tan 1",
+            "\\sin 10^{7}",
+            "\\ln(-1)",
             "\\frac{1}{0}",
             "\\sqrt{-2}",
             "2^{\\frac12}",
@@ -578,6 +667,15 @@ mod tests {
                 return Ok(());
             };
             let (na, nb) = (&va.node, &vb.node);
+            // The enclosure meets the exact engine's certified ball.
+            if let Some(x) = enclose(na, 0) {
+                let limits = crate::math::Limits::default();
+                let mut enc = crate::math::real::Encloser::new(&limits, 0);
+                if let Some(ball) = enc.eval(na, crate::math::real::PRECISIONS[0]) {
+                    let (lo, hi) = ball.bounds();
+                    prop_assert!(exact(x.lo) <= hi && lo <= exact(x.hi), "{}: {:?}", a, x);
+                }
+            }
             let engine = forms_equal(na, nb, &opts);
             if let (Some(quick), Some(engine)) = (monomials_equal(na, nb), engine) {
                 prop_assert_eq!(quick, engine, "{} vs {}", a, b);
