@@ -49,6 +49,7 @@ __all__ = [
     "set_num_threads",
     "verify",
     "verify_batch",
+    "verify_match",
 ]
 
 def set_num_threads(n: object) -> None: ...
