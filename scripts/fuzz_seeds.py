@@ -101,6 +101,10 @@ def towers() -> list[bytes]:
         "(-8)^{1/3}",
         "2^{3^{4^{5}}}",
         "{" + "2^" * 2_000 + "2" + "}",
+        # A zero scaled by a huge factor inside a function (a series of its
+        # enclosure never ended; found by fuzzing).
+        "\\arctan(0 \\cdot 10^{300})",
+        "\\sin(0 \\cdot 10^{300}) + \\ln(1 + 0 \\cdot 10^{300})",
     ]
     return [pair(s, s) for s in shapes] + [pair(s, f"\\boxed{{{s}}}") for s in shapes]
 

@@ -219,6 +219,13 @@ impl Ball {
 
     /// The midpoint rounded to `p` bits, the rounding added to the radius.
     fn round(mut self, p: u64) -> Ball {
+        if self.m.is_zero() {
+            // A zero midpoint has no scale: an exponent kept from a product
+            // (`0 \cdot 10^{300}`) grew in every power of a series, and so
+            // did each term's rounding radius, so the series never ended.
+            self.e = 0;
+            return self;
+        }
         let bits = self.m.bits();
         if bits > p {
             let shift = bits - p;
@@ -440,7 +447,7 @@ impl Ball {
             term = term.mul(&t, w).div_int(j, w);
             sum = sum.add(&term, w);
             j += 1;
-            if term.upper().log2_up() < -(w as i64) - 4 {
+            if term.upper().log2_up() < -(w as i64) - 4 || j > series_cap(w) {
                 break;
             }
         }
@@ -600,6 +607,14 @@ fn dyadic_lt(a: &(BigInt, i64), b: &(BigInt, i64)) -> bool {
     (&a.0 << (da as usize)) < (&b.0 << (db as usize))
 }
 
+/// The most terms a series at working precision `w` takes: each of its
+/// terms gains at least a bit, so this is never reached by arithmetic that
+/// converges; a loop that stops here still adds the bound of the rest after
+/// its last term (valid wherever it stops), only wider.
+fn series_cap(w: u64) -> u64 {
+    4 * w + 64
+}
+
 fn atanh_series(z: &Ball, w: u64) -> Ball {
     let z2 = z.mul(z, w);
     let mut pow = z.clone();
@@ -610,7 +625,7 @@ fn atanh_series(z: &Ball, w: u64) -> Ball {
         k += 2;
         let term = pow.div_int(k, w);
         sum = sum.add(&term, w);
-        if term.upper().log2_up() < -(w as i64) - 4 {
+        if term.upper().log2_up() < -(w as i64) - 4 || k > series_cap(w) {
             break;
         }
     }
@@ -648,7 +663,7 @@ fn atan_series(x: &Ball, w: u64) -> Ball {
         } else {
             sum.add(&term, w)
         };
-        if term.upper().log2_up() < -(w as i64) - 4 {
+        if term.upper().log2_up() < -(w as i64) - 4 || k > series_cap(w) {
             break;
         }
     }
@@ -1027,6 +1042,34 @@ mod tests {
 
     fn num(v: i64) -> Node {
         Node::num(Q::from_integer(BigInt::from(v)), None)
+    }
+
+    /// A zero reached through a product with a huge factor (`0 \cdot
+    /// 10^{300}`, found by fuzzing: `\arctan` of it never returned) is an
+    /// exact zero, and every function of it a narrow enclosure.
+    #[test]
+    fn functions_of_a_scaled_zero_are_narrow() {
+        for (s, value) in [
+            (r"\arctan(0 \cdot 10^{300})", 0.0),
+            (r"\sin(0 \cdot 10^{300})", 0.0),
+            (r"\cos(0 \cdot 10^{300})", 1.0),
+            (r"e^{0 \cdot 10^{300}}", 1.0),
+            (r"\ln(1 + 0 \cdot 10^{300})", 0.0),
+            (r"\tan(10^{-300} \cdot 0)", 0.0),
+            (
+                r"\arctan(0 \cdot 10^{300}) + \arctan(0 \cdot 10^{-300})",
+                0.0,
+            ),
+        ] {
+            let n = crate::math::parse(s, &crate::math::ParseOptions::default())
+                .expect(s)
+                .node;
+            let (lo, hi) = enclose(&n, PRECISIONS[0]);
+            assert!(
+                lo <= value && value <= hi && hi - lo < 1e-20,
+                "{s}: [{lo}, {hi}]"
+            );
+        }
     }
 
     #[test]
