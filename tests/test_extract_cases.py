@@ -61,6 +61,11 @@ ALTERNATIVES = [
     ("A", "The answer is A, C"),
     ("4", r"The answer is \(4\), though \(5\) is also possible."),
     ("4", "The answer is 4, but 5 is also valid."),
+    # An answer for one case of several (a condition, then `otherwise`/`else`).
+    ("3", "The answer is 3 if n is odd and 4 otherwise."),
+    ("3", "The answer is 3 when n is odd, else 4."),
+    ("3", "Answer: 3 if n is odd; otherwise it is 4."),
+    ("3", r"\boxed{3 \text{ if } n \text{ is odd, otherwise } 4}"),
 ]
 
 # Class 3: another candidate after the final answer.
@@ -146,6 +151,10 @@ PAID = [
     ("5", "Answer: 5 (not 3)"),
     ("5", "The answer is 5, not 4."),
     ("4", "The answer is 4, which is also the smallest even square."),
+    # A condition alone, and `otherwise` in an explanation, take nothing back.
+    ("3", "The answer is 3 if n is odd."),
+    ("5", "The answer is 5 because if x = 2 then y = 3, otherwise the sum fails."),
+    ("3", "The answer is 3, since otherwise the sum would be odd."),
     # A blank box from the problem, then the real one.
     ("5", "Write the answer in \\boxed{\\phantom{00}}.\n\nSo we get \\boxed{5}"),
     # The whole final expression; a unit after a number is decoration.

@@ -77,6 +77,9 @@ struct Reader {
     any_qualified: bool,
     /// Values after `because`, `e.g.`: read no further.
     stopped: bool,
+    /// Reading stopped at a condition (`if`, `when`): an `otherwise` or
+    /// `else` after it makes the answer one case of several.
+    condition: bool,
     /// Reading the sentence of a value found without a marker: the long
     /// sentences of reasoning, where `because`, `also` or `respectively`
     /// say nothing about the value at its end.
@@ -116,6 +119,7 @@ impl Reader {
             any_negated: false,
             any_qualified: false,
             stopped: false,
+            condition: false,
             in_reasoning,
             restating: false,
             plain: Vec::new(),
@@ -224,6 +228,12 @@ impl Reader {
 
     fn word(&mut self, w: &str) {
         let class = words::class(w);
+        if self.condition && (w.eq_ignore_ascii_case("otherwise") || w.eq_ignore_ascii_case("else"))
+        {
+            // `3 if n is odd, and 4 otherwise`: the answer of one case.
+            self.void_last(false);
+            self.condition = false;
+        }
         let run_has_value = matches!(self.run, Some((_, true)));
         let first = self.first_start;
         match class {
@@ -312,6 +322,8 @@ impl Reader {
                 self.reset_run();
             }
             Class::Explain | Class::Example if !self.plain.is_empty() && !self.in_reasoning => {
+                self.condition |= !self.stopped
+                    && (w.eq_ignore_ascii_case("if") || w.eq_ignore_ascii_case("when"));
                 self.stopped = true;
             }
             Class::Another if first.is_some() && !self.in_reasoning => {
