@@ -66,6 +66,8 @@ ALTERNATIVES = [
     ("3", "The answer is 3 when n is odd, else 4."),
     ("3", "Answer: 3 if n is odd; otherwise it is 4."),
     ("3", r"\boxed{3 \text{ if } n \text{ is odd, otherwise } 4}"),
+    ("3", "The answer is 3 for odd n, 4 for even n."),
+    ("3", "The answer is 3 when n is odd and 4 when n is even."),
 ]
 
 # Class 3: another candidate after the final answer.
@@ -153,6 +155,7 @@ PAID = [
     ("4", "The answer is 4, which is also the smallest even square."),
     # A condition alone, and `otherwise` in an explanation, take nothing back.
     ("3", "The answer is 3 if n is odd."),
+    ("3", "The answer is 3 for n = 1 and n = 2."),
     ("5", "The answer is 5 because if x = 2 then y = 3, otherwise the sum fails."),
     ("3", "The answer is 3, since otherwise the sum would be odd."),
     # A blank box from the problem, then the real one.

@@ -77,9 +77,12 @@ struct Reader {
     any_qualified: bool,
     /// Values after `because`, `e.g.`: read no further.
     stopped: bool,
-    /// Reading stopped at a condition (`if`, `when`): an `otherwise` or
-    /// `else` after it makes the answer one case of several.
-    condition: bool,
+    /// Reading stopped at a condition (`if`, `when`, `for`): an `otherwise`
+    /// or `else` after it, or another value under the same word (`3 for odd
+    /// n, 4 for even n`), makes the answer one case of several.
+    condition: Option<&'static str>,
+    /// A value was seen after the condition.
+    case_value: bool,
     /// Reading the sentence of a value found without a marker: the long
     /// sentences of reasoning, where `because`, `also` or `respectively`
     /// say nothing about the value at its end.
@@ -119,7 +122,8 @@ impl Reader {
             any_negated: false,
             any_qualified: false,
             stopped: false,
-            condition: false,
+            condition: None,
+            case_value: false,
             in_reasoning,
             restating: false,
             plain: Vec::new(),
@@ -141,6 +145,7 @@ impl Reader {
 
     fn value(&mut self, (start, end): Span, int: Option<i64>, choice: bool) {
         if self.stopped {
+            self.case_value |= self.condition.is_some();
             return;
         }
         self.any_val = true;
@@ -228,11 +233,16 @@ impl Reader {
 
     fn word(&mut self, w: &str) {
         let class = words::class(w);
-        if self.condition && (w.eq_ignore_ascii_case("otherwise") || w.eq_ignore_ascii_case("else"))
-        {
-            // `3 if n is odd, and 4 otherwise`: the answer of one case.
-            self.void_last(false);
-            self.condition = false;
+        if let Some(c) = self.condition {
+            let other_case = w.eq_ignore_ascii_case("otherwise")
+                || w.eq_ignore_ascii_case("else")
+                || (self.case_value && w.eq_ignore_ascii_case(c));
+            if other_case {
+                // `3 if n is odd, and 4 otherwise`, `3 for odd n, 4 for
+                // even n`: the answer of one case.
+                self.void_last(false);
+                self.condition = None;
+            }
         }
         let run_has_value = matches!(self.run, Some((_, true)));
         let first = self.first_start;
@@ -322,8 +332,11 @@ impl Reader {
                 self.reset_run();
             }
             Class::Explain | Class::Example if !self.plain.is_empty() && !self.in_reasoning => {
-                self.condition |= !self.stopped
-                    && (w.eq_ignore_ascii_case("if") || w.eq_ignore_ascii_case("when"));
+                if !self.stopped {
+                    self.condition = ["if", "when", "for"]
+                        .into_iter()
+                        .find(|c| w.eq_ignore_ascii_case(c));
+                }
                 self.stopped = true;
             }
             Class::Another if first.is_some() && !self.in_reasoning => {
