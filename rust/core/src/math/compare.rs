@@ -1005,7 +1005,7 @@ impl Cmp<'_> {
                 let mut enc = real::Encloser::new(&self.opts.limits, self.work.get());
                 let b = enc.eval(n, prec);
                 self.work.set(enc.work);
-                b.map(|b| b.bounds())
+                b.and_then(|b| b.modest_bounds())
             };
             let (glo, ghi) = bound(g, &qg)?;
             let (plo, phi) = bound(p, &qp)?;
@@ -1226,7 +1226,7 @@ pub(crate) fn rounds_to_node(
         (d - &unit, d + &half)
     };
     real::settle(x, limits, env, work, |b, _| {
-        let (blo, bhi) = b.bounds();
+        let (blo, bhi) = b.modest_bounds()?;
         if blo > lo && bhi < hi {
             Some(true)
         } else if bhi < lo || blo > hi {

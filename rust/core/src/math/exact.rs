@@ -1764,7 +1764,7 @@ impl<'a> Exact<'a> {
                 // The ball decides when it lies within one unit: the value
                 // then has that floor (or ceiling).
                 real::settle(x, self.limits, &env, &mut work, |b, _| {
-                    let (lo, hi) = b.bounds();
+                    let (lo, hi) = b.modest_bounds()?;
                     let (l, h) = if f == Func::Floor {
                         (lo.floor(), hi.floor())
                     } else {

@@ -575,6 +575,16 @@ impl Ball {
     }
 
     /// The exact rational interval `[lo, hi]` of the ball.
+    /// [`Ball::bounds`] when they are rationals of modest size (scales
+    /// within 2^±131072); `None` for a ball like `\cosh(89996225)`'s, whose
+    /// bounds have 130 million bits and whose every gcd would take minutes
+    /// (found by fuzzing). Callers treat `None` as undecided.
+    pub(crate) fn modest_bounds(&self) -> Option<(Q, Q)> {
+        const LIMIT: i64 = 1 << 17;
+        let scale_ok = |e: i64, bits: i64| e.abs() <= LIMIT && (e + bits).abs() <= LIMIT;
+        (scale_ok(self.e, self.m.bits() as i64) && scale_ok(self.r.e, 64)).then(|| self.bounds())
+    }
+
     pub(crate) fn bounds(&self) -> (Q, Q) {
         let two = |e: i64| -> Q {
             let p = Q::from_integer(BigInt::one() << (e.unsigned_abs() as usize));
@@ -909,7 +919,7 @@ impl<'a> Encloser<'a> {
                 return Some(Ball::from_rational(&v, p));
             }
             let b = self.eval(x, w)?;
-            let (lo, hi) = b.bounds();
+            let (lo, hi) = b.modest_bounds()?;
             let (a, c) = if f == Func::Floor {
                 (lo.floor(), hi.floor())
             } else {
@@ -1068,6 +1078,35 @@ mod tests {
             assert!(
                 lo <= value && value <= hi && hi - lo < 1e-20,
                 "{s}: [{lo}, {hi}]"
+            );
+        }
+    }
+
+    /// Values of thirty million digits (`\cosh(89996225)`) next to a
+    /// decimal or under a floor are compared without rationals of their
+    /// size (found by fuzzing: the gcds took minutes).
+    #[test]
+    fn huge_values_are_not_turned_into_rationals() {
+        use crate::verify::{verify, VerifyOptions};
+        let n = crate::math::parse(r"\cosh(89996225)", &crate::math::ParseOptions::default())
+            .expect("parses")
+            .node;
+        let limits = Limits::default();
+        let b = Encloser::new(&limits, 0)
+            .eval(&n, PRECISIONS[0])
+            .expect("a ball");
+        assert!(b.modest_bounds().is_none());
+        let small = Ball::from_rational(&Q::new(BigInt::from(21), BigInt::from(25)), 96);
+        assert!(small.modest_bounds().is_some());
+        let opts = VerifyOptions::default();
+        for s in [r"0.84, \cosh(89996225)", r"\lfloor \cosh(89996225) \rfloor"] {
+            assert!(
+                verify(&format!("${s}$"), &format!("\\boxed{{{s}}}"), &opts).matched,
+                "{s}"
+            );
+            assert!(
+                !verify("$0.84$", &format!("\\boxed{{{s}}}"), &opts).matched,
+                "{s}"
             );
         }
     }
