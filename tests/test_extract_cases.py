@@ -68,6 +68,19 @@ ALTERNATIVES = [
     ("3", r"\boxed{3 \text{ if } n \text{ is odd, otherwise } 4}"),
     ("3", "The answer is 3 for odd n, 4 for even n."),
     ("3", "The answer is 3 when n is odd and 4 when n is even."),
+    # Other languages' `or` (issue 31, class 8).
+    ("5", "The answer is 5 oder 6."),
+    ("6", "The answer is 5 ou 6."),
+    ("5", "The answer is 5 oppure 6."),
+    ("6", "The answer is 5 или 6."),
+    # Other languages' `maybe` and `not` before the value.
+    ("5", "Answer: vielleicht 5"),
+    ("5", "Answer: forse 5"),
+    ("5", "Answer: talvez 5"),
+    ("5", "Answer: возможно 5"),
+    ("5", "Answer: nicht 5"),
+    ("5", "Answer: não 5"),
+    ("5", "Answer: не 5"),
 ]
 
 # Class 3: another candidate after the final answer.

@@ -573,3 +573,32 @@ fn a_marker_followed_by_no_sentence_has_no_value() {
     let t = "x'^{9999999} -99 x^{999999998############\0\0\0##################}";
     assert!(extract_gold(t, &ExtractOptions::default()).is_none_or(|e| !e.parts.is_empty()));
 }
+
+#[test]
+fn other_languages_or_maybe_and_not_are_hedges() {
+    // `or` between two values: alternatives, in any of these languages.
+    for text in [
+        "The answer is 5 oder 6.",
+        "The answer is 5 ou 6.",
+        "The answer is 5 oppure 6.",
+        "The answer is 5 или 6.",
+    ] {
+        assert_eq!(hedge(text), Some(Hedge::Alternatives), "{text}");
+    }
+    // `maybe` before the value, `not` before the value: not a committed answer.
+    for text in [
+        "Answer: vielleicht 5",
+        "Answer: forse 5",
+        "Answer: talvez 5",
+        "Answer: quizás 5",
+        "Answer: возможно 5",
+        "Answer: nicht 5",
+        "Answer: não 5",
+        "Answer: не 5",
+    ] {
+        assert!(hedge(text).is_some(), "{text}");
+    }
+    // A committed answer still pays.
+    assert_eq!(hedge("Answer: 5"), None);
+    assert_eq!(one("The answer is 5."), ("5", Rule::AnswerIs));
+}

@@ -49,10 +49,11 @@ pub(super) enum Class {
 /// lower-cased bytes: a word costs a few comparisons, however long the text.
 pub(super) fn class(w: &str) -> Class {
     let b = w.as_bytes();
-    if b.len() > 13 {
+    // 24 bytes: `возможно` (16) and `vielleicht` fit.
+    if b.len() > 24 {
         return Class::Other;
     }
-    let mut buf = [0u8; 13];
+    let mut buf = [0u8; 24];
     for (d, s) in buf.iter_mut().zip(b) {
         *d = s.to_ascii_lowercase();
     }
@@ -62,6 +63,19 @@ pub(super) fn class(w: &str) -> Class {
     }
     match lower {
         b"or" | b"nor" | b"either" => Class::Or,
+        // Other languages' `or` (docs/verify_semantics.md, "Other languages"):
+        // German, French/Portuguese, Italian, Russian (a lone `o` reads as a
+        // letter, so Spanish/Italian `o` is not here yet) (ASCII lower-casing
+        // leaves Cyrillic as written, so both cases are listed).
+        b"oder" | b"ou" | b"oppure" => Class::Or,
+        _ if lower == "или".as_bytes() || lower == "Или".as_bytes() => Class::Or,
+        b"vielleicht" | b"eventuell" | b"quiz\xc3\xa1s" | b"quiz\xc3\xa1" | b"forse"
+        | b"talvez" => Class::Doubt,
+        _ if lower == "возможно".as_bytes() || lower == "Возможно".as_bytes() => {
+            Class::Doubt
+        }
+        b"nicht" | b"kein" | b"keine" | b"pas" | b"n\xc3\xa3o" => Class::Negation,
+        _ if lower == "не".as_bytes() || lower == "Не".as_bytes() => Class::Negation,
         b"and" => Class::And,
         b"maybe" | b"perhaps" | b"possibly" | b"could" | b"might" | b"guess" => Class::Doubt,
         b"probably" | b"likely" | b"alternatively" | b"otherwise" | b"else" | b"even" => {
