@@ -81,11 +81,12 @@ VLLM_ENV := VIRTUAL_ENV=$(abspath $(VLLM_VENV)) PATH=$(abspath $(VLLM_VENV))/bin
 	VLLM_CACHE_ROOT=$(abspath $(VLLM_VENV))/vllm-cache
 
 $(VLLM_STAMP): requirements/vllm/requirements.txt requirements/vllm/overrides.txt \
-		requirements/vllm/tools.txt
+		requirements/vllm/tools.txt requirements/vllm/no-deps.txt
 	@test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet -r requirements/vllm/tools.txt
 	@# --compile-bytecode: the first vllm.LLM() otherwise takes 26 s instead of 3.
 	$(VLLM_UV) --compile-bytecode -r requirements/vllm/requirements.txt
+	$(VLLM_UV) --no-deps -r requirements/vllm/no-deps.txt
 	@rm -f $(VLLM_VENV)/.deps-*
 	@touch $@
 

@@ -86,6 +86,18 @@ def _curve_point(step: int, model: Any, tok: Any, held: list, opts: dict, args) 
     return point
 
 
+def _save(args, opts: dict[str, Any], result: dict[str, Any], *, partial: bool) -> None:
+    """Add this run to the JSON file (after each evaluation too: a run cut short keeps
+    what it measured, marked ``partial``)."""
+    entry = {**result, "partial": partial, "argv": sys.argv[1:]}
+    entry["options"] = {k: v for k, v in opts.items() if k != "model"}
+    if result["steps"]:
+        entry["per_step"] = summary(result["steps"])
+    results = json.loads(args.json.read_text()) if args.json.is_file() else {"runs": {}}
+    results["runs"][args.impl] = entry
+    args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
 def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
     from grpo_fast.integrations.trl import accuracy_reward
     from grpo_fast.train.trainer import Trainer, TrainerConfig
@@ -123,6 +135,7 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
             history = trainer.train()
             steps += [_times(r) for r in history if r.get("step", 0) > 0 and "time_step" in r]
             curve.append(_curve_point(done, trainer.model, trainer.tokenizer, held, opts, args))
+            _save(args, opts, {"curve": curve, "steps": steps}, partial=True)
             print(f"  segment to step {done}: {time.perf_counter() - t0:.0f} s", flush=True)
     else:
         for step in range(1, args.steps + 1):
@@ -131,6 +144,7 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
             print(f"  step {step}: reward {record['reward']:.3f} {steps[-1]}", flush=True)
             if step % args.eval_every == 0 or step == args.steps:
                 curve.append(_curve_point(step, trainer.model, trainer.tokenizer, held, opts, args))
+                _save(args, opts, {"curve": curve, "steps": steps}, partial=True)
     return {"curve": curve, "steps": steps}
 
 
@@ -187,6 +201,7 @@ def run_trl(args, opts: dict[str, Any]) -> dict[str, Any]:
             print(f"  step {state.global_step}: {steps[-1]}", flush=True)
             if state.global_step % args.eval_every == 0 or state.global_step == args.steps:
                 curve.append(_curve_point(state.global_step, trainer.model, tok, held, opts, args))
+                _save(args, opts, {"curve": curve, "steps": steps}, partial=True)
 
     timing = {"sampling": 0.0}
     config = GRPOConfig(
@@ -301,13 +316,8 @@ def main() -> None:
     t0 = time.perf_counter()
     result = (run_trl if args.impl == "trl" else run_ours)(args, opts)
     result["minutes"] = (time.perf_counter() - t0) / 60
-    result["per_step"] = summary(result["steps"])
-    result["options"] = {k: v for k, v in opts.items() if k != "model"}
-    result["argv"] = sys.argv[1:]
-    print(json.dumps(result["per_step"]), f"{result['minutes']:.1f} min")
-    results = json.loads(args.json.read_text()) if args.json.is_file() else {"runs": {}}
-    results["runs"][args.impl] = result
-    args.json.write_text(json.dumps(results, indent=1) + "\n")
+    _save(args, opts, result, partial=False)
+    print(json.dumps(summary(result["steps"])), f"{result['minutes']:.1f} min")
     print(plot(args.json))
 
 
