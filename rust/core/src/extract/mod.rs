@@ -26,6 +26,7 @@ mod markers;
 mod region;
 mod retract;
 mod scan;
+mod stated;
 #[cfg(test)]
 mod tests;
 mod tokens;
@@ -204,6 +205,10 @@ pub enum Hedge {
     /// A different candidate offered after the final answer (`\boxed{3} or
     /// 4`), or more candidates than are compared.
     Proposed,
+    /// An unevaluated arithmetic expression that is not a stated result: an
+    /// operand expression mid-sentence with prose after it (`To add 79 + 85,
+    /// you add them.`), or one copied from the prompt.
+    Unevaluated,
 }
 
 impl Hedge {
@@ -215,6 +220,7 @@ impl Hedge {
             Hedge::Qualified => "a bound or a doubt, not a value",
             Hedge::Unfinished => "an answer that breaks off",
             Hedge::Proposed => "another answer offered after the final one, or too many offered",
+            Hedge::Unevaluated => "an expression of the question, not a stated result",
         }
     }
 }

@@ -10,6 +10,7 @@ use super::markers::{
 };
 use super::region::finders;
 use super::retract::retraction;
+use super::stated::{is_arithmetic, is_stated};
 use super::{ExtractOptions, Extracted, Hedge, Offer, OfferKind, OfferValue, Rule};
 
 /// What the rules read of one text. Boxes come from SIMD substring search;
@@ -260,6 +261,22 @@ impl<'a> Scan<'a> {
                 }
             }
             Prose::Plain | Prose::Upto(_) => {}
+        }
+        // An operand expression with prose after it restates the question.
+        if e.hedge.is_none()
+            && rule != Rule::Choice
+            && e.parts.len() == 1
+            && is_arithmetic(e.parts[0])
+        {
+            let p = e.parts[0];
+            let (ps, pe) = if p.as_ptr() == part.as_ptr() {
+                (start, end)
+            } else {
+                (offset(p), offset(p) + p.len())
+            };
+            if !is_stated(self.text, ps, pe) {
+                e.hedge = Some(Hedge::Unevaluated);
+            }
         }
         e
     }

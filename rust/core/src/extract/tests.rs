@@ -574,6 +574,34 @@ fn a_marker_followed_by_no_sentence_has_no_value() {
     assert!(extract_gold(t, &ExtractOptions::default()).is_none_or(|e| !e.parts.is_empty()));
 }
 
+#[test]
+fn an_operand_expression_mid_sentence_is_not_a_result() {
+    let hedge = |t: &str| extract_answer(t, &ExtractOptions::default()).and_then(|e| e.hedge);
+    for t in [
+        "To add 79 + 85, you simply add them and find the result.",
+        "Compute 12*13 please",
+        "We need $7 \\times 8$ here, which is a product.",
+    ] {
+        assert_eq!(hedge(t), Some(Hedge::Unevaluated), "{t}");
+    }
+    for t in [
+        "23 + 58 = 81",
+        "So the total is 79 + 85.",
+        "79 + 85",
+        "The sum is 81 apples.",
+    ] {
+        assert_eq!(hedge(t), None, "{t}");
+    }
+}
+
+#[test]
+fn the_pronoun_i_ends_an_expression() {
+    assert_eq!(one("So x = 3, I think that's the answer.").0, "x = 3");
+    assert_eq!(one("**3** I think that's the answer.").0, "3");
+    // A single capital before a symbol is still a variable.
+    assert_eq!(one("so it is 2I").0, "2I");
+}
+
 /// The text a reader sees: `text` with hidden runs replaced by spaces.
 fn seen(text: &str) -> String {
     super::hidden::shown(text)
