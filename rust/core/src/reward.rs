@@ -17,7 +17,7 @@ use regex::{Regex, RegexBuilder};
 use strum::{EnumString, IntoStaticStr, VariantNames};
 
 use crate::error::{CoreError, Result};
-use crate::extract::{find_answer, ExtractOptions, Extracted, Hints};
+use crate::extract::{find_visible, visible, ExtractOptions, Extracted, Hints};
 use crate::parallel;
 use crate::verify::{verify_match, VerifyOptions};
 
@@ -182,10 +182,18 @@ impl Spec {
                 case_sensitive,
             } => {
                 let pred = match extract {
-                    Some(opts) => match find_answer(completion, opts, hints) {
-                        Ok(e) if !answer_hedged(completion, &e) => e.parts.join(", "),
-                        _ => return 0.0,
-                    },
+                    Some(opts) => {
+                        let found = visible(completion, opts).ok().and_then(|s| {
+                            find_visible(&s, opts, hints)
+                                .ok()
+                                .filter(|e| !answer_hedged(s.text(), e))
+                                .map(|e| e.parts.join(", "))
+                        });
+                        match found {
+                            Some(p) => p,
+                            None => return 0.0,
+                        }
+                    }
                     None => completion.trim().to_owned(),
                 };
                 let gold = gold.trim();
@@ -200,11 +208,13 @@ impl Spec {
                 let Some(want) = choice_letter(gold) else {
                     return f32::NAN;
                 };
-                let got = find_answer(completion, opts, hints)
-                    .ok()
-                    // A hedge (`(A) or (C)`, `not B`, `A and C`) names no letter.
-                    .filter(|e| e.parts.len() == 1 && !answer_hedged(completion, e))
-                    .and_then(|e| choice_letter(e.parts[0]));
+                let got = visible(completion, opts).ok().and_then(|s| {
+                    find_visible(&s, opts, hints)
+                        .ok()
+                        // A hedge (`(A) or (C)`, `not B`, `A and C`) names no letter.
+                        .filter(|e| e.parts.len() == 1 && !answer_hedged(s.text(), e))
+                        .and_then(|e| choice_letter(e.parts[0]))
+                });
                 f32::from(u8::from(got == Some(want)))
             }
             Spec::Format(re) => f32::from(u8::from(re.is_match(completion))),

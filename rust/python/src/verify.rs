@@ -38,7 +38,13 @@ pub fn extract_answer(
     let Ok(text) = held.text() else {
         return Ok(None);
     };
-    run(py, || Ok(extracted(extract::extract_answer(text, opts))))
+    // The parts as a reader sees them: markup blanked inside an answer
+    // (`{\\color{blue} 36}`) is not returned.
+    run(py, || {
+        Ok(extract::visible(text, opts).ok().and_then(|shown| {
+            extracted(extract::find_visible(&shown, opts, extract::Hints::default()).ok())
+        }))
+    })
 }
 
 /// `(parts, rule)` of a gold answer (a bare gold is the answer itself), or None.

@@ -2,8 +2,8 @@
 //! them, compare. Every way of not matching says why in [`Verdict::reason`].
 
 use crate::extract::{
-    copied_from, extract_gold, find_answer, is_arithmetic, over_limit, ExtractOptions, Extracted,
-    Hedge, Hints, OfferKind, OfferValue,
+    copied_from, extract_gold, find_visible, is_arithmetic, over_limit, visible, ExtractOptions,
+    Extracted, Hedge, Hints, OfferKind, OfferValue,
 };
 use crate::math::{self, CompareOptions, Limits, ParseOptions, Rejection, Value};
 
@@ -358,7 +358,12 @@ fn judge<'g>(
         truncated,
         choice: g.choice.is_some(),
     };
-    let e = match find_answer(pred, &opts.extract, hints) {
+    // Read in what a reader sees: hidden text neither pays nor voids.
+    let shown = match visible(pred, &opts.extract) {
+        Ok(s) => s,
+        Err(why) => return outcome(false, why, None),
+    };
+    let e = match find_visible(&shown, &opts.extract, hints) {
         Ok(e) => e,
         Err(why) => return outcome(false, why, None),
     };
@@ -469,6 +474,7 @@ fn settle<'g>(
                 OfferKind::Alternative => Hedge::Alternatives.describe(),
                 OfferKind::Restated => "a restatement that is another value",
                 OfferKind::After => Hedge::Proposed.describe(),
+                OfferKind::Denied => "the answer is taken back after it is given",
             };
             outcome(false, format!("hedge: {what}"), pv)
         }
@@ -495,22 +501,36 @@ fn differing_offer(
                 &buf
             }
         };
-        if let Some(want) = g.choice {
-            match pred_choice(text) {
-                Some(c) => return (c != want).then_some(o.kind),
-                // `\boxed{C}, i.e. 42`: a value restating a letter cannot be told.
-                None if o.kind == OfferKind::Restated => return None,
-                None => {}
-            }
-        }
-        if let Some(w) = &g.words {
-            return (prose_words(text).as_ref() != Some(w)).then_some(o.kind);
-        }
-        let same = math::parse(text, popts)
-            .ok()
-            .is_some_and(|v| math::compare(&g.value, &v, copts) == Ok(true));
-        (!same).then_some(o.kind)
+        let same = offer_is_gold(g, o.kind, text, copts, popts)?;
+        // A denied value voids the answer it equals; any other must equal it.
+        (same == (o.kind == OfferKind::Denied)).then_some(o.kind)
     })
+}
+
+/// Whether an offered value is the gold (`None`: it cannot be told).
+fn offer_is_gold(
+    g: &Gold,
+    kind: OfferKind,
+    text: &str,
+    copts: &CompareOptions,
+    popts: &ParseOptions,
+) -> Option<bool> {
+    if let Some(want) = g.choice {
+        match pred_choice(text) {
+            Some(c) => return Some(c == want),
+            // `\boxed{C}, i.e. 42`: a value restating a letter cannot be told.
+            None if kind == OfferKind::Restated => return None,
+            None => {}
+        }
+    }
+    if let Some(w) = &g.words {
+        return Some(prose_words(text).as_ref() == Some(w));
+    }
+    Some(
+        math::parse(text, popts)
+            .ok()
+            .is_some_and(|v| math::compare(&g.value, &v, copts) == Ok(true)),
+    )
 }
 
 /// `(C) 42` against a gold value: the option's text after the letter.
