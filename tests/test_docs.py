@@ -413,7 +413,7 @@ def check_command(argv: list[str], cwd: Path, env: dict[str, str]) -> None:
         args = get_args_parser().parse_args(rest)
         assert args.module and args.training_script == "grpo_fast", argv
         return _grpo_fast(args.training_script_args, cwd)
-    if head in ("python", ".venv/bin/python"):
+    if head in ("python", ".venv/bin/python", ".venv-vllm/bin/python"):
         if rest[:2] == ["-m", "grpo_fast"]:
             return _grpo_fast(rest[2:], cwd)
         if rest[:2] == ["-m", "verl.trainer.main_ppo"]:

@@ -51,17 +51,17 @@ __all__ = [
 # ---------------------------------------------------------------------- commands
 def _train(args: argparse.Namespace) -> int:
     from grpo_fast.errors import CheckpointError, TrainingInterrupted
-    from grpo_fast.train.data import TASKS
+    from grpo_fast.train.data import task_options
     from grpo_fast.train.tracking import read_metrics
     from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     values = config_from_file(args.config, TrainerConfig) if args.config else {}
     skip = ("command", "config", "func", "task")
     flags = {k: v for k, v in vars(args).items() if k not in skip}
-    task = TASKS[args.task] if args.task else {}
+    task = task_options(args.task, model="model" not in {**values, **flags}) if args.task else {}
     given = {**task, **values, **flags}
     cfg = TrainerConfig.from_dict(given)
-    if not {"output_dir", "resume", "overwrite"} & given.keys():
+    if not {"output_dir", "resume", "overwrite"} & {**values, **flags}.keys():
         from grpo_fast.train.run_dir import default_output_dir
 
         cfg, said = default_output_dir(cfg)
@@ -228,7 +228,7 @@ def _eval(args: argparse.Namespace) -> int:
     from grpo_fast.run_rewards import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
     from grpo_fast.steps import check_steps, verified_pick
-    from grpo_fast.train.data import TASKS, read_tasks, render_prompts
+    from grpo_fast.train.data import plain_prompt_warning, read_tasks, render_prompts, task_options
     from grpo_fast.train.devices import check_device, set_seed
     from grpo_fast.train.modeling import (
         DTYPES,
@@ -240,8 +240,8 @@ def _eval(args: argparse.Namespace) -> int:
     from grpo_fast.train.run_dir import verify_checkpoint
 
     task_name = getattr(args, "task", None)
-    task = TASKS[task_name or "addition"]
-    args.model = getattr(args, "model", task["model"])
+    task = task_options(task_name or "addition", model=not hasattr(args, "model"))
+    args.model = getattr(args, "model", None) or task["model"]
     args.data = getattr(args, "data", task["eval_file"])
     if args.k > args.n:
         raise InvalidInputError(
@@ -263,8 +263,14 @@ def _eval(args: argparse.Namespace) -> int:
     )[: args.limit or None]
     set_seed(args.seed)
     tok = load_tokenizer(args.model)
-    system_prompt = getattr(args, "system_prompt", None)
-    prompts = render_prompts(rows, tok, system_prompt=system_prompt, what="data")
+    template = {
+        "system_prompt": getattr(args, "system_prompt", None),
+        "chat_template": args.chat_template,
+    }
+    warning = plain_prompt_warning(rows, tok, **template, what="evaluation")
+    if warning:
+        print(f"grpo-fast eval: {warning}", file=sys.stderr)
+    prompts = render_prompts(rows, tok, **template, what="data")
     device = (
         args.device if args.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
     )
@@ -477,8 +483,8 @@ def _eval_flags(sub: Any) -> None:
     ev.add_argument(
         "--model",
         default=argparse.SUPPRESS,
-        help="model directory (a checkpoint's LoRA adapters too) or Hugging Face Hub id "
-        "(default: the task's)",
+        help="model directory (a checkpoint's LoRA adapters too), .gguf file or Hugging Face "
+        "Hub id (default: the task's)",
     )
     ev.add_argument(
         "--data",
@@ -492,6 +498,13 @@ def _eval_flags(sub: Any) -> None:
         "--system-prompt",
         default=argparse.SUPPRESS,
         help="system message put before every prompt that has none (default: none)",
+    )
+    ev.add_argument(
+        "--chat-template",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="auto: conversations through the tokenizer's chat template, plain text as it is "
+        "(a warning when the tokenizer has one); always: plain prompts too; never: plain only",
     )
     ev.add_argument(
         "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
@@ -529,7 +542,10 @@ def _export_flags(sub: Any) -> None:
         "export",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    ex.add_argument("checkpoint", help="checkpoint directory (checkpoints/step-N of a run)")
+    ex.add_argument(
+        "checkpoint",
+        help="checkpoint directory (checkpoints/step-N of a run), or a .gguf file (de-quantised)",
+    )
     ex.add_argument("out", help="new directory for the model (must not hold files)")
     ex.add_argument(
         "--base-model",

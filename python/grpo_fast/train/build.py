@@ -18,6 +18,7 @@ from grpo_fast.train.config import TrainerConfig, sampler_correction
 from grpo_fast.train.curriculum import Curriculum, UniformPrompts
 from grpo_fast.train.data import check_tasks, read_tasks, truncate_prompts
 from grpo_fast.train.devices import device_type, set_cpu_threads
+from grpo_fast.train.gguf import model_source
 from grpo_fast.train.modeling import (
     DTYPES,
     MixedPrecision,
@@ -154,14 +155,15 @@ def build_sampler(cfg: TrainerConfig, model: Any, tokenizer: Any) -> Any:
     ``VLLMServerSampler``; vLLM's precision is the trainer's unless ``vllm_dtype`` says."""
     dtype = cfg.dtype if cfg.vllm_dtype == "auto" else cfg.vllm_dtype
     eager = device_type(cfg.device) == "cpu"  # compiled graphs: minutes of start-up on a CPU
+    model_dir = model_source(cfg.model)  # a GGUF file: its converted directory
     if cfg.sampler == "vllm":
-        return VLLMSampler(cfg.model, dtype=dtype, seed=cfg.seed, enforce_eager=eager)
+        return VLLMSampler(model_dir, dtype=dtype, seed=cfg.seed, enforce_eager=eager)
     if cfg.sampler == "vllm-server":
         from grpo_fast.sampling.vllm_server import VLLMServerSampler
 
         args = ["--seed", str(cfg.seed), "--gpu-memory-utilization", "0.3"]
         args += ["--enforce-eager"] if eager else []
-        return VLLMServerSampler(cfg.vllm_url, model=cfg.model, dtype=dtype, server_args=args)
+        return VLLMServerSampler(cfg.vllm_url, model=model_dir, dtype=dtype, server_args=args)
     # The loss recomputes the log-probs in its own forward: the sampler's are needed
     # only for a sampler correction asked for by name.
     return HFSampler(model, tokenizer, logprobs=sampler_correction(cfg) != "none")

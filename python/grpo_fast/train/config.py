@@ -70,7 +70,8 @@ class TrainerConfig:
     model: str = field(
         default=str(DATA_DIR / "tiny_adder"),
         metadata=_doc(
-            "causal LM to train: a local transformers directory or a Hugging Face Hub id; "
+            "causal LM to train: a local transformers directory, a .gguf file (de-quantised "
+            "once into a cache; needs the gguf extra) or a Hugging Face Hub id; "
             "'embedded demo' defaults below apply to this embedded model only"
         ),
     )
@@ -120,6 +121,15 @@ class TrainerConfig:
         metadata=_doc(
             "system message put before every prompt that has none (a plain prompt then goes "
             "through the chat template as the user's message)"
+        ),
+    )
+    chat_template: Literal["auto", "always", "never"] = field(
+        default="auto",
+        metadata=_doc(
+            "the tokenizer's chat template: auto (TRL's way: conversations go through it, "
+            "plain-text prompts stay as they are, with a warning when the tokenizer has a "
+            "template), always (a plain prompt becomes the user's message), never (plain text "
+            "only; a conversation is an error)"
         ),
     )
     reward: tuple[str | dict[str, Any], ...] = field(

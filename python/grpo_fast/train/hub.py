@@ -98,7 +98,8 @@ def check_hub(name: str, what: str, flag: str = "--model") -> None:
 
 def check_model_name(name: str, *, adapters: bool = False) -> None:
     """Check, without loading anything, that ``name`` can name a model: a local directory
-    with ``config.json`` (or, with ``adapters``, LoRA adapters), or a Hugging Face Hub id.
+    with ``config.json`` (or, with ``adapters``, LoRA adapters), a GGUF file
+    (:mod:`grpo_fast.train.gguf`), or a Hugging Face Hub id.
 
     Whether a hub id exists is known only when it is loaded (:func:`load_model`).
     """
@@ -106,6 +107,11 @@ def check_model_name(name: str, *, adapters: bool = False) -> None:
     from huggingface_hub.utils import validate_repo_id
 
     path = Path(name).expanduser()
+    if str(name).lower().endswith(".gguf"):
+        from grpo_fast.train.gguf import check_gguf
+
+        check_gguf(name)
+        return
     if path.is_dir():
         if (path / "config.json").is_file():
             return
@@ -121,7 +127,9 @@ def check_model_name(name: str, *, adapters: bool = False) -> None:
             "directory with config.json (and weights, tokenizer)"
         )
     if path.exists():
-        raise InvalidInputError(f"model {name!r} is a file; expected a model directory or hub id")
+        raise InvalidInputError(
+            f"model {name!r} is a file; expected a model directory, a .gguf file or a hub id"
+        )
     looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1
     try:
         validate_repo_id(name)

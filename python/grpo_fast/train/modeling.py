@@ -30,6 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.train.config import DTYPE_NAMES, LoraOptions
+from grpo_fast.train.gguf import model_source
 from grpo_fast.train.hub import check_hub, check_model_name, hub_error
 
 __all__ = [
@@ -55,8 +56,10 @@ DTYPES = dict(zip(DTYPE_NAMES, (torch.float32, torch.bfloat16, torch.float16), s
 def _from_pretrained(
     load: Any, name: str, what: str, *, flag: str = "--model", **kwargs: Any
 ) -> Any:
-    # A local directory by its absolute path: LoRA adapters record their base by the
-    # name it was loaded from, and must find it from any working directory.
+    # A GGUF file: its converted directory (grpo_fast.train.gguf). A local directory by
+    # its absolute path: LoRA adapters record their base by the name it was loaded from,
+    # and must find it from any working directory.
+    name = model_source(name)
     path = Path(name).expanduser()
     source = str(path.resolve()) if path.is_dir() else name
     if not path.is_dir():
@@ -102,7 +105,8 @@ def load_model(
     dtype: torch.dtype = torch.float32,
     flag: str = "--model",
 ) -> Any:
-    """A causal LM (a local directory or a hub id) in ``dtype`` on ``device``, in training mode.
+    """A causal LM (a local directory, a GGUF file or a hub id) in ``dtype`` on ``device``,
+    in training mode.
 
     A hub id is downloaded by ``from_pretrained`` (or read from its cache);
     when the hub cannot be reached, the error says how to use a local copy

@@ -62,7 +62,7 @@ from grpo_fast.train.config import (
     build_process_reward,
     sampler_correction,
 )
-from grpo_fast.train.data import DATA_DIR, render_prompts
+from grpo_fast.train.data import DATA_DIR, plain_prompt_warning, render_prompts
 from grpo_fast.train.devices import (
     check_device,
     device_type,
@@ -197,8 +197,12 @@ class Trainer:
         template), cut to ``max_prompt_length`` and checked with the completion against
         the model's positions before its weights load."""
         cfg = self.config
+        template = {"system_prompt": cfg.system_prompt, "chat_template": cfg.chat_template}
+        warning = plain_prompt_warning(self.train_rows, self.tokenizer, **template)
+        if warning and self.is_main:
+            say(warning)
         rendered = {
-            what: render_prompts(rows, self.tokenizer, system_prompt=cfg.system_prompt, what=what)
+            what: render_prompts(rows, self.tokenizer, **template, what=what)
             for what, rows in (("train", self.train_rows), ("eval", self.eval_rows))
         }
         fitted = fit_prompts(cfg, self.tokenizer, model, rendered, verbose=self.is_main)
@@ -212,10 +216,11 @@ class Trainer:
         batch, stats = rollout.collect(self)
         t1 = time.perf_counter()
         losses = update.apply(self, batch)
+        t_push = time.perf_counter()
         self.sampler.update_weights(self.model)
         t2 = time.perf_counter()
         self.step_count += 1
-        return self._record(batch, stats, losses, t0, t1, t2)
+        return {**self._record(batch, stats, losses, t0, t1, t2), "time_weight_push": t2 - t_push}
 
     def _async_step(self, producer: RolloutProducer) -> dict[str, Any]:
         """A step on the producer's next batch (:mod:`grpo_fast.train.async_rollouts`):
@@ -254,6 +259,17 @@ class Trainer:
         lengths = [len(c) for c in batch.completions.completion_ids]
         n_tokens = sum(lengths) + sum(len(p) for p in batch.completions.prompt_ids)
         every = self.dist.gather(np.array(lengths, np.float64))  # every rank's, as TRL logs
+        # Nothing but whitespace (or no token at all): a chat model prompted without its
+        # template, a broken stop token.
+        empty = self.dist.gather(np.array([not t.strip() for t in batch.completions.texts], float))
+        empty_ratio = float(empty.mean()) if len(empty) else 0.0
+        if empty_ratio > 0.5:
+            self.once(
+                "empty",
+                f"step {self.step_count}: {empty_ratio:.0%} of the completions are empty "
+                "(completions/empty_ratio); plain-text prompts to a chat model? see "
+                "--chat-template",
+            )
         return {
             "step": self.step_count,
             **stats,
@@ -262,6 +278,7 @@ class Trainer:
             "completions/mean_length": float(every.mean()) if len(every) else 0.0,
             "completions/min_length": float(every.min()) if len(every) else 0.0,
             "completions/max_length": float(every.max()) if len(every) else 0.0,
+            "completions/empty_ratio": empty_ratio,
             "lr": self.scheduler.get_last_lr()[0],
             "tokens_per_s": n_tokens * self.dist.world / max(t2 - t0, 1e-9),
             "time_step": t2 - t0,

@@ -121,8 +121,9 @@ pub(super) fn expression_around(
                 {
                     j += 1;
                 }
-                // A single letter is a variable (`1+2i`, `x = 5`); a word ends the math.
-                if j > i + 1 {
+                // A single letter is a variable (`1+2i`, `x = 5`); a word ends the
+                // math, and so does the pronoun `I` before one (`3, I think`).
+                if j > i + 1 || pronoun_i(b, i) {
                     if i >= end {
                         break;
                     }
@@ -276,6 +277,20 @@ fn pairs(b: &[u8]) -> bool {
         k += 1;
     }
     round == 0 && curly == 0
+}
+
+/// Whether the letter at `i` is the pronoun `I`: a capital `I` standing
+/// alone before a lower-case word (`3, I think that's it`), not a variable
+/// or a numeral.
+fn pronoun_i(b: &[u8], i: usize) -> bool {
+    if b[i] != b'I' || b.get(i + 1) != Some(&b' ') {
+        return false;
+    }
+    let word = b[i + 2..]
+        .iter()
+        .take_while(|c| c.is_ascii_lowercase())
+        .count();
+    word >= 2
 }
 
 #[cfg(test)]

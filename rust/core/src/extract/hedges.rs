@@ -566,6 +566,8 @@ const CHECKING: [&str; 14] = [
 pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
     let mut offers = Vec::new();
     let (mut retracted, mut negation, mut any_value) = (false, false, false);
+    // A word of the clause names what a verdict in it is about.
+    let mut named = false;
     // Words left before a cue lapses.
     let mut cue: Option<u8> = None;
     let mut clause_start = true;
@@ -615,9 +617,12 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
                 let class = words::class(w);
                 if !any_value {
                     match class {
-                        Class::Wrong => retracted = true,
+                        Class::Wrong if !named => retracted = true,
                         Class::Negation => negation = true,
                         Class::Right if negation => retracted = true,
+                        // `It is not negative, so it works`, `The other option
+                        // is wrong`: the verdict is the other word's.
+                        Class::Other => (negation, named) = (false, true),
                         _ => {}
                     }
                 }
@@ -644,6 +649,7 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
                 close(&mut open, &mut offers);
                 cue = None;
                 clause_start = true;
+                named = false;
             }
             Tok::Ellipsis(_) | Tok::Slash(_) | Tok::Bound(_) => {}
         }

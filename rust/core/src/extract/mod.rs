@@ -9,9 +9,11 @@
 //! occurrence of a marker), then the last mathematical value near the end.
 //!
 //! One file per concept: [`region`] (special tokens, reasoning blocks),
-//! [`markers`] (the line markers and their values), [`boxes`], [`hedges`]
-//! (what an answer's words say about its values), [`fallback`] (the
-//! no-marker rules) and [`scan`] (the rules in priority order).
+//! [`hidden`] (text a reader does not see), [`markers`] (the line markers
+//! and their values), [`boxes`], [`hedges`] (what an answer's words say
+//! about its values), [`retract`] (an answer taken back after it is given),
+//! [`fallback`] (the no-marker rules) and [`scan`] (the rules in priority
+//! order).
 
 use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
@@ -19,9 +21,12 @@ mod boxes;
 mod clause;
 mod fallback;
 mod hedges;
+mod hidden;
 mod markers;
 mod region;
+mod retract;
 mod scan;
+mod stated;
 #[cfg(test)]
 mod tests;
 mod tokens;
@@ -30,6 +35,7 @@ mod words;
 use region::strip_special_tokens;
 pub use region::{answer_region, UNCLOSED_THINK};
 use scan::Scan;
+pub(crate) use stated::{copied_from, is_arithmetic};
 
 /// Which rule found an answer; its name is the `snake_case` of the variant
 /// (see `crate::names`).
@@ -200,6 +206,10 @@ pub enum Hedge {
     /// A different candidate offered after the final answer (`\boxed{3} or
     /// 4`), or more candidates than are compared.
     Proposed,
+    /// An unevaluated arithmetic expression that is not a stated result: an
+    /// operand expression mid-sentence with prose after it (`To add 79 + 85,
+    /// you add them.`), or one copied from the prompt.
+    Unevaluated,
 }
 
 impl Hedge {
@@ -211,6 +221,7 @@ impl Hedge {
             Hedge::Qualified => "a bound or a doubt, not a value",
             Hedge::Unfinished => "an answer that breaks off",
             Hedge::Proposed => "another answer offered after the final one, or too many offered",
+            Hedge::Unevaluated => "an expression of the question, not a stated result",
         }
     }
 }
@@ -241,6 +252,10 @@ pub enum OfferKind {
     Restated,
     /// A candidate proposed after the final answer (`\boxed{3} Or maybe 4.`).
     After,
+    /// A value the text after the final answer says is wrong or not the
+    /// answer (`so 16 is not the answer after all`): unlike the others, the
+    /// answer is void when it *equals* this one.
+    Denied,
 }
 
 /// Why a completion whose `\boxed{` never closes has no answer.
@@ -287,10 +302,47 @@ pub fn find_answer<'a>(
     opts: &ExtractOptions,
     hints: Hints,
 ) -> Result<Extracted<'a>, &'static str> {
+    let shown = visible(text, opts)?;
+    let e = find_visible(&shown, opts, hints)?;
+    rebase(e, &shown.text, shown.region).ok_or(NO_ANSWER)
+}
+
+/// What a reader sees of a completion's answer region: the region
+/// ([`answer_region`]) with hidden text blanked (rule 11), at the same
+/// offsets. Built once per completion; [`find_visible`] reads it.
+pub struct Visible<'a> {
+    region: &'a str,
+    text: std::borrow::Cow<'a, str>,
+}
+
+impl Visible<'_> {
+    /// The text the rules read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// [`Visible`] of a completion, or why it has no answer region.
+pub fn visible<'a>(text: &'a str, opts: &ExtractOptions) -> Result<Visible<'a>, &'static str> {
     if over_limit(text, opts) {
         return Err("over budget: completion longer than the extraction limit");
     }
-    let mut scan = Scan::completion(text, opts)?;
+    let region = answer_region(text, opts)?;
+    Ok(Visible {
+        region,
+        text: hidden::shown(region),
+    })
+}
+
+/// [`find_answer`] in what a reader sees: the parts are slices of
+/// [`Visible::text`], so markup blanked inside an answer (`{\color{blue}
+/// 36}`) is not read.
+pub fn find_visible<'s>(
+    shown: &'s Visible<'_>,
+    opts: &ExtractOptions,
+    hints: Hints,
+) -> Result<Extracted<'s>, &'static str> {
+    let mut scan = Scan::new(&shown.text);
     scan.prefer_choice = hints.choice;
     for &rule in &opts.rules {
         if hints.truncated && rule.is_fallback() {
@@ -304,6 +356,37 @@ pub fn find_answer<'a>(
         TRUNCATED
     } else {
         NO_ANSWER
+    })
+}
+
+/// An answer found in `shown` as the same slices of `region` (see
+/// [`hidden::shown`]: both have the same offsets). A part with markup
+/// blanked inside it (`{\\color{blue} 36}`) is the slice as written.
+fn rebase<'a>(e: Extracted<'_>, shown: &str, region: &'a str) -> Option<Extracted<'a>> {
+    let base = shown.as_ptr() as usize;
+    let map = |p: &str| {
+        let off = (p.as_ptr() as usize).checked_sub(base)?;
+        region.get(off..off + p.len())
+    };
+    let parts = e.parts.iter().map(|p| map(p)).collect::<Option<Vec<_>>>()?;
+    let offers = e
+        .offers
+        .iter()
+        .map(|o| {
+            Some(Offer {
+                value: match o.value {
+                    OfferValue::Text(t) => OfferValue::Text(map(t)?),
+                    OfferValue::Int(n) => OfferValue::Int(n),
+                },
+                kind: o.kind,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Extracted {
+        parts,
+        rule: e.rule,
+        hedge: e.hedge,
+        offers,
     })
 }
 

@@ -8,8 +8,10 @@ use super::hedges::{hedge_of, lead_in, proposals, read_prose, read_sentence, Pro
 use super::markers::{
     marker_value, Markers, ANSWER_COLON, ANSWER_IS, FINAL_ANSWER, GSM8K, PATTERNS,
 };
-use super::region::{answer_region, finders};
-use super::{ExtractOptions, Extracted, Hedge, Rule};
+use super::region::finders;
+use super::retract::retraction;
+use super::stated::{is_arithmetic, is_stated};
+use super::{ExtractOptions, Extracted, Hedge, Offer, OfferKind, OfferValue, Rule};
 
 /// What the rules read of one text. Boxes come from SIMD substring search;
 /// the other markers from one Aho-Corasick pass, run only when a rule asks
@@ -47,11 +49,6 @@ impl<'a> Scan<'a> {
             markers: std::cell::OnceCell::new(),
             prefer_choice: false,
         }
-    }
-
-    /// The scan of a completion's answer region ([`answer_region`]).
-    pub(super) fn completion(text: &'a str, opts: &ExtractOptions) -> Result<Self, &'static str> {
-        answer_region(text, opts).map(Scan::new)
     }
 
     fn markers(&self) -> &Markers {
@@ -134,6 +131,7 @@ impl<'a> Scan<'a> {
                 e.hedge.get_or_insert(Hedge::Proposed);
             }
         }
+        take_back(e, coda);
     }
 
     /// The value after the last occurrence of a line marker, its hedges and
@@ -152,6 +150,7 @@ impl<'a> Scan<'a> {
         let reading = read_prose(mv.sentence);
         let mut e = Extracted::new(vec![mv.value], rule);
         e.offers = reading.offers;
+        take_back(&mut e, mv.sentence);
         self.read_coda(&mut e, mv.end);
         if matches!(id, ANSWER_IS | FINAL_ANSWER) {
             // `Perhaps the answer is 5`, `If the answer is 5, ...`.
@@ -238,6 +237,7 @@ impl<'a> Scan<'a> {
         let reading = read_sentence(sentence);
         let mut e = Extracted::new(vec![part], rule);
         e.offers = reading.offers;
+        take_back(&mut e, &self.text[end..e_]);
         self.read_coda(&mut e, e_);
         if reading.overflow {
             e.hedge = Some(Hedge::Proposed);
@@ -249,7 +249,7 @@ impl<'a> Scan<'a> {
                 e.parts = vec![region];
                 e.hedge = Some(Hedge::Alternatives);
             }
-            Prose::Alternatives(_) => e.offers.clear(),
+            Prose::Alternatives(_) => e.offers.retain(|o| o.kind == OfferKind::Denied),
             Prose::Negated => e.hedge = Some(Hedge::Negated),
             Prose::Qualified => e.hedge = Some(Hedge::Qualified),
             Prose::Unfinished => e.hedge = Some(Hedge::Unfinished),
@@ -261,6 +261,22 @@ impl<'a> Scan<'a> {
                 }
             }
             Prose::Plain | Prose::Upto(_) => {}
+        }
+        // An operand expression with prose after it restates the question.
+        if e.hedge.is_none()
+            && rule != Rule::Choice
+            && e.parts.len() == 1
+            && is_arithmetic(e.parts[0])
+        {
+            let p = e.parts[0];
+            let (ps, pe) = if p.as_ptr() == part.as_ptr() {
+                (start, end)
+            } else {
+                (offset(p), offset(p) + p.len())
+            };
+            if !is_stated(self.text, ps, pe) {
+                e.hedge = Some(Hedge::Unevaluated);
+            }
         }
         e
     }
@@ -293,6 +309,20 @@ impl<'a> Scan<'a> {
             .filter(|&(end, part)| end > tail && !part.is_empty())
             .map(|(end, part)| (offset(part).min(end), end, part))
     }
+}
+
+/// What `text` (after the answer, or its sentence) takes back (rule 4): `so
+/// 16 is not the answer after all`, `although this is incorrect`, `I made an
+/// error`.
+fn take_back<'a>(e: &mut Extracted<'a>, text: &'a str) {
+    let r = retraction(text);
+    if r.retracted {
+        e.hedge.get_or_insert(Hedge::Negated);
+    }
+    e.offers.extend(r.denied.iter().map(|&(s, t)| Offer {
+        value: OfferValue::Text(text[s..t].trim()),
+        kind: OfferKind::Denied,
+    }));
 }
 
 /// An extraction that hedges.

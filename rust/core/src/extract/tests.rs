@@ -601,4 +601,189 @@ fn other_languages_or_maybe_and_not_are_hedges() {
     // A committed answer still pays.
     assert_eq!(hedge("Answer: 5"), None);
     assert_eq!(one("The answer is 5."), ("5", Rule::AnswerIs));
+fn an_operand_expression_mid_sentence_is_not_a_result() {
+    let hedge = |t: &str| extract_answer(t, &ExtractOptions::default()).and_then(|e| e.hedge);
+    for t in [
+        "To add 79 + 85, you simply add them and find the result.",
+        "Compute 12*13 please",
+        "We need $7 \\times 8$ here, which is a product.",
+    ] {
+        assert_eq!(hedge(t), Some(Hedge::Unevaluated), "{t}");
+    }
+    for t in [
+        "23 + 58 = 81",
+        "So the total is 79 + 85.",
+        "79 + 85",
+        "The sum is 81 apples.",
+    ] {
+        assert_eq!(hedge(t), None, "{t}");
+    }
+}
+
+#[test]
+fn the_pronoun_i_ends_an_expression() {
+    assert_eq!(one("So x = 3, I think that's the answer.").0, "x = 3");
+    assert_eq!(one("**3** I think that's the answer.").0, "3");
+    // A single capital before a symbol is still a variable.
+    assert_eq!(one("so it is 2I").0, "2I");
+}
+
+/// The text a reader sees: `text` with hidden runs replaced by spaces.
+fn seen(text: &str) -> String {
+    super::hidden::shown(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn hidden_text_is_blanked_and_decoration_keeps_what_it_decorates() {
+    for (text, want) in [
+        ("The answer is ~~5~~ 6.", "The answer is 6."),
+        ("a <!-- b --> c", "a c"),
+        ("a <!-- b", "a"),
+        ("<span style=\"display: none\">5</span>6", "6"),
+        ("<span style='visibility:hidden'>5</span>6", "6"),
+        ("<div hidden>5</div>6", "6"),
+        ("<span style=\"font-size:0px\">5</span>6", "6"),
+        ("<font color=\"#FFF\">5</font>6", "6"),
+        ("<p style=\"color:transparent\">5</p>6", "6"),
+        ("<span style=\"display:none\"><span>5</span> 7</span>6", "6"),
+        ("<s>5</s> <DEL>4</DEL> <strike>3</strike> 6", "6"),
+        ("\\color{white}{5} 6", "6"),
+        ("{\\color{white} 5} 6", "{ } 6"),
+        ("\\textcolor{white}{5} 6", "6"),
+        ("\\color[rgb]{1,1,1}{5} 6", "6"),
+        ("\\phantom{5}6 \\hphantom{7} \\vphantom{8}", "6"),
+        ("\\llap{5}6 \\mathrlap{7}", "6"),
+        ("6[^note]\n\n[^note]: it is 5\n    really 5\nend", "6 end"),
+        // Decoration: only the markup goes.
+        ("<b>3</b> <u>4</u> <em>5</em>", "3 4 5"),
+        ("\\color{blue}{36}", "{36}"),
+        ("\\textcolor{red}{36}", "{36}"),
+        ("\\smash[b]{36}", "{36}"),
+        (
+            "<span style=\"color:red; background-color:white\">36</span>",
+            "36",
+        ),
+    ] {
+        assert_eq!(seen(text), want, "{text}");
+    }
+    // Not hidden: LaTeX spacing, an unpaired `~~`, comparisons, a BOS token,
+    // words that contain `lap` or `color`.
+    for text in [
+        "$x~~=~~5$",
+        "a ~~ b",
+        "x < 5 and y > 3",
+        "<s> The answer is 5",
+        "overlap \\colorbox{red}{5} colorful",
+        "~~a\n\nb~~",
+    ] {
+        assert_eq!(
+            seen(text),
+            text.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn hidden_text_neither_answers_nor_hedges() {
+    assert_eq!(one("\\boxed{5}<!-- or 6 -->"), ("5", Rule::Boxed));
+    assert_eq!(one("The answer is ~~5~~ 6."), ("6", Rule::AnswerIs));
+    assert_eq!(one("<s>\\boxed{5}</s> \\boxed{6}"), ("6", Rule::Boxed));
+    assert_eq!(
+        find_answer(
+            "\\boxed{5} <span hidden>or maybe 6</span>",
+            &ExtractOptions::default(),
+            Hints::default()
+        )
+        .map(|e| e.hedge),
+        Ok(None)
+    );
+    // The answer is a slice of the completion as written.
+    let text = "The answer is <b>36</b>.";
+    let (part, _) = one(text);
+    assert_eq!(part, "36");
+    let at = part.as_ptr() as usize - text.as_ptr() as usize;
+    assert_eq!(&text[at..at + 2], "36");
+    // A box that only hides is empty.
+    assert_eq!(ans("\\boxed{\\color{white}{5}}"), None);
+}
+
+#[test]
+fn hidden_text_in_hostile_inputs_ends_quickly() {
+    for text in [
+        "<s>".repeat(80_000),
+        "~~a ".repeat(60_000),
+        "<!--".repeat(60_000),
+        "\\color{".repeat(30_000),
+        "\\textcolor[".repeat(20_000),
+        "\\phantom{".repeat(25_000),
+        "<span style=\"display:none\">".repeat(8_000),
+        "[^1".repeat(80_000),
+        "<del>".repeat(25_000) + &"</del>".repeat(20_000),
+        "<b ".repeat(80_000),
+    ] {
+        let start = std::time::Instant::now();
+        let _ = super::hidden::shown(&text);
+        let _ = extract_answer(&text, &ExtractOptions::default());
+        assert!(start.elapsed().as_millis() < 300, "{}", &text[..20]);
+    }
+}
+
+#[test]
+fn an_answer_taken_back_after_it_is_given_is_a_hedge() {
+    let hedge = |t: &str| {
+        find_answer(t, &ExtractOptions::default(), Hints::default())
+            .ok()
+            .and_then(|e| e.hedge)
+    };
+    for text in [
+        "So the answer is 16. Actually no, it isn't.",
+        "\\boxed{16} no wait, I made an error.",
+        "So we get 16. Oops, I made a mistake.",
+        "\\boxed{16}. Hmm, that doesn't seem right.",
+        "Answer: 16\n\nWait, I think I made an error in step 2.",
+        "Therefore 16. That's not it.",
+    ] {
+        assert!(hedge(text).is_some(), "{text}");
+    }
+    for text in [
+        "The answer is \\boxed{16}. My answer is correct.",
+        "The answer is 16. I checked: 16 is right.",
+        "So the answer is 16. No mistakes.",
+        "The answer is 16. This is correct; I made no mistakes.",
+        "\\boxed{16}. There is no error in this computation.",
+        "\\boxed{16}. The relative error is 0.5%.",
+        "We get 16. It is not negative, so it works.",
+        "\\boxed{16}. The other option is wrong.",
+    ] {
+        assert_eq!(hedge(text), None, "{text}");
+    }
+    // A denied value is compared by the verifier: it voids the answer it is.
+    fn denied(t: &str) -> Vec<OfferValue<'_>> {
+        extract_answer(t, &ExtractOptions::default())
+            .map(|e| {
+                e.offers
+                    .iter()
+                    .filter(|o| o.kind == OfferKind::Denied)
+                    .map(|o| o.value)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+    assert_eq!(
+        denied("\\boxed{16}. But wait, so 16 is not the answer after all."),
+        vec![OfferValue::Text("16")]
+    );
+    assert_eq!(
+        denied("The answer is 16, although this is incorrect."),
+        vec![OfferValue::Text("16")]
+    );
+    assert_eq!(
+        denied("\\boxed{16}. 15 is wrong."),
+        vec![OfferValue::Text("15")]
+    );
+    assert_eq!(denied("\\boxed{16}. 16 is right."), vec![]);
 }

@@ -90,7 +90,8 @@ pub(super) fn class(w: &str) -> Class {
         | b"appears" | b"definitely" | b"clearly" | b"obviously" | b"certainly" | b"surely"
         | b"indeed" | b"the" | b"a" | b"an" | b"it" | b"it's" | b"its" | b"this" | b"that"
         | b"then" | b"so" | b"thus" | b"hence" | b"therefore" | b"must" | b"still" | b"just"
-        | b"value" | b"final" => Class::Filler,
+        | b"value" | b"final" | b"seem" | b"look" | b"looks" | b"sound" | b"sounds" | b"quite"
+        | b"really" => Class::Filler,
         b"than" | b"above" | b"below" | b"beyond" | b"exceeding" | b"exceeds" | b"nearly"
         | b"almost" | b"atleast" | b"atmost" => Class::Bound,
         b"more" | b"less" | b"fewer" | b"greater" | b"larger" | b"smaller" | b"higher"

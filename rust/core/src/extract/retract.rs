@@ -1,0 +1,185 @@
+//! An answer taken back after it is given (docs/verify_semantics.md rule 4):
+//! the text after the final answer says it is wrong, not the answer, or a
+//! mistake (`so 16 is not the answer after all`, `although this is
+//! incorrect`, `Actually no, it isn't`, `no wait, I made an error`). A
+//! verdict on `this` / `that` / `it` / `my answer`, or on nothing named, is
+//! a verdict on the answer; a verdict on a value denies that value, which
+//! voids the answer when it is the answer (`15 is not the answer` after
+//! `\boxed{16}` eliminates a candidate and leaves 16 paid). A verdict that
+//! confirms (`my answer is correct`, `16 is right`) takes nothing back.
+
+use super::tokens::{Span, Tok, Tokens};
+use super::words::{self, Class};
+
+/// Values denied after the answer are compared to it; more are not read.
+const MAX_DENIED: usize = 8;
+
+/// What the text after the answer takes back.
+#[derive(Debug, Default)]
+pub(super) struct Retraction {
+    /// The answer itself is judged wrong or a mistake.
+    pub(super) retracted: bool,
+    /// Values said to be wrong or not the answer: the answer is void when
+    /// it is one of them.
+    pub(super) denied: Vec<Span>,
+}
+
+/// Whom a clause's verdict is about.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    Value(Span),
+    /// `this`, `that`, `it`, `my answer`, or `I` (`I was wrong`): the answer.
+    Answer,
+}
+
+/// Words that start or link a clause without naming what it is about.
+const LINKS: [&str; 26] = [
+    "but", "wait", "hmm", "oh", "oops", "actually", "although", "though", "however", "and", "now",
+    "well", "uh", "um", "hold", "on", "second", "thought", "realize", "realise", "see", "think",
+    "believe", "afraid", "after", "all",
+];
+/// Words that point at the answer just given.
+const POINTERS: [&str; 12] = [
+    "this", "that", "that's", "it", "it's", "which", "my", "our", "i", "i'm", "we", "we're",
+];
+/// Nouns of a mistake: an admission (`I made an error`, `my mistake`) takes
+/// the answer back.
+const MISTAKES: [&str; 9] = [
+    "mistake",
+    "mistakes",
+    "error",
+    "errors",
+    "typo",
+    "miscalculation",
+    "miscalculated",
+    "blunder",
+    "messed",
+];
+/// Words that admit (with a mistake noun after them).
+const ADMITS: [&str; 10] = [
+    "made",
+    "make",
+    "my",
+    "our",
+    "i",
+    "i've",
+    "we",
+    "we've",
+    "there's",
+    "somewhere",
+];
+/// Words after `no` / before it that make it a retraction (`no wait`, `actually no`).
+const NO_MARKS: [&str; 7] = ["actually", "wait", "hmm", "oh", "oops", "uh", "um"];
+
+/// What the text after an answer takes back (see the module doc).
+pub(super) fn retraction(coda: &str) -> Retraction {
+    let mut r = Retraction::default();
+    let mut subject: Option<Subject> = None;
+    // A negation read in this clause, and whether a word other than filler
+    // followed it (`16 is not prime` says nothing of the answer).
+    let mut neg = false;
+    let mut neg_spent = false;
+    // A word naming something else was read in this clause.
+    let mut other = false;
+    let mut negated_clause = false;
+    let mut admission = false;
+    let mut mistake = false;
+    let mut prev: Option<&str> = None;
+    let deny = |r: &mut Retraction, s: Subject| match s {
+        Subject::Answer => r.retracted = true,
+        Subject::Value(v) if r.denied.len() < MAX_DENIED => r.denied.push(v),
+        Subject::Value(_) => {}
+    };
+    for tok in Tokens::new(coda) {
+        match tok {
+            Tok::Value { span, .. } => {
+                if neg && !neg_spent {
+                    // `it is not 16`.
+                    deny(&mut r, Subject::Value(span));
+                    neg = false;
+                }
+                subject = Some(Subject::Value(span));
+                prev = None;
+            }
+            Tok::Math(_) => {}
+            Tok::Word(w, _) => {
+                let is = |list: &[&str]| list.iter().any(|a| w.eq_ignore_ascii_case(a));
+                let class = words::class(w);
+                if w.eq_ignore_ascii_case("no")
+                    && prev.is_some_and(|p| NO_MARKS.iter().any(|a| p.eq_ignore_ascii_case(a)))
+                    || w.eq_ignore_ascii_case("wait")
+                        && prev.is_some_and(|p| p.eq_ignore_ascii_case("no"))
+                    || w.eq_ignore_ascii_case("oops")
+                {
+                    r.retracted = true;
+                }
+                if is(&MISTAKES) {
+                    mistake = admission && !negated_clause;
+                    neg_spent = true; // `no mistakes`: the negation is the mistake's
+                } else if w.eq_ignore_ascii_case("no") || class == Class::Negation {
+                    negated_clause = true;
+                    neg = true;
+                    neg_spent = false;
+                } else if class == Class::Wrong {
+                    match subject {
+                        Some(s) => deny(&mut r, s),
+                        None if !other => r.retracted = true,
+                        None => {}
+                    }
+                    neg = false;
+                } else if class == Class::Right {
+                    let noun = is(&["answer", "solution", "result"]);
+                    if neg && !neg_spent {
+                        match subject {
+                            Some(s) => deny(&mut r, s),
+                            None if !other => r.retracted = true,
+                            None => {}
+                        }
+                        neg = false;
+                    } else if noun && subject.is_none() && !other {
+                        subject = Some(Subject::Answer);
+                    }
+                } else if is(&POINTERS) {
+                    if subject.is_none() && !other {
+                        subject = Some(Subject::Answer);
+                    }
+                    admission |= is(&ADMITS);
+                } else if is(&ADMITS) {
+                    admission = true;
+                } else if class == Class::Filler || is(&LINKS) {
+                } else {
+                    // A word naming something else: the verdict is its.
+                    other = true;
+                    subject = None;
+                    neg_spent = true;
+                }
+                prev = Some(w);
+            }
+            Tok::Stop(_) | Tok::Question(_) => {
+                // `Actually no, it isn't.`, `That's not it.`
+                if neg && !neg_spent {
+                    if let Some(s) = subject {
+                        deny(&mut r, s);
+                    }
+                }
+                r.retracted |= mistake;
+                subject = None;
+                neg = false;
+                neg_spent = false;
+                other = false;
+                negated_clause = false;
+                admission = false;
+                mistake = false;
+                prev = None;
+            }
+            Tok::Ellipsis(_) | Tok::Slash(_) | Tok::Bound(_) => {}
+        }
+    }
+    if neg && !neg_spent {
+        if let Some(s) = subject {
+            deny(&mut r, s);
+        }
+    }
+    r.retracted |= mistake;
+    r
+}

@@ -1,0 +1,151 @@
+"""Which answer counts, issue 31 (round 4): answers taken back, hidden text.
+
+Written here by hand, as models write them, to check docs/verify_semantics.md
+rules 4 (an answer taken back after it is given) and 11 (hidden text is not
+text). The reference is the reading a careful human grader gives each
+completion, from its rendered form; every case goes through every entry point
+a trainer calls (tests/test_reward_hacking.py's ENTRY_POINTS).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from test_answer_rules import _skip_if_not_read  # tests/ is on sys.path under pytest
+from test_reward_hacking import ENTRY_POINTS
+
+import grpo_fast
+
+# Rule 4: the answer, then a statement that it is wrong, not the answer, or a
+# mistake, in the answer's sentence or after it; boxes, markers and prose.
+TAKEN_BACK = [
+    ("16", r"The total is \boxed{16}. But wait, so 16 is not the answer after all."),
+    ("16", "The answer is 16, although this is incorrect."),
+    ("16", "So the answer is 16. Actually no, it isn't."),
+    ("16", r"\boxed{16} no wait, I made an error."),
+    ("16", "The answer is 16. But that's wrong."),
+    ("16", "Answer: 16. Hmm, this is not correct."),
+    ("16", "x = 16. That answer is incorrect, I made a mistake somewhere."),
+    ("16", "So we get 16. Oops, I made a mistake."),
+    ("16", r"\boxed{16}. Hmm, that doesn't seem right."),
+    ("16", r"\boxed{16}. Sorry, 16 is incorrect."),
+    ("16", r"$\boxed{16}$. Actually, that's not the answer."),
+    ("16", "**Answer:** 16\n\nWait, I think I made an error in step 2."),
+    ("16", "Final answer: 16. But this is wrong."),
+    ("16", "Therefore 16. Hmm, no, that's not right."),
+    ("16", "#### 16\nNo wait, I miscalculated."),
+    ("16", "<answer>16</answer> Actually no, that isn't it."),
+    ("16", "The answer is sixteen. My answer is not correct though."),
+]
+
+# Rule 11: hidden text pays nothing; it is read as if it were not there.
+HIDDEN = [
+    ("5", "The answer is ~~5~~ 6."),
+    ("6", r"The answer is \boxed{5}<!-- or 6 -->"),
+    ("5", 'The answer is <span style="display:none">5</span> 6.'),
+    ("5", '<span style="visibility: hidden">\\boxed{5}</span> \\boxed{6}'),
+    ("5", "The answer is <span hidden>5</span>6."),
+    ("5", 'Answer: <span style="font-size:0">5</span> 6'),
+    ("5", 'Answer: <span style="color: #ffffff">5</span> 6'),
+    ("5", r"<s>\boxed{5}</s> \boxed{6}"),
+    ("5", r"\boxed{6} <del>5</del>"),
+    ("5", "The answer is <strike>5</strike> 6."),
+    ("5", r"\boxed{\color{white}{5}}"),
+    ("5", r"\boxed{6 \textcolor{white}{5}}"),
+    ("5", r"The answer is ${\color{white} 5}6$."),
+    ("5", r"\boxed{6\phantom{5}}"),
+    ("5", r"\boxed{\hphantom{5}6}"),
+    ("5", r"\boxed{\rlap{5}6}"),
+    ("5", "The answer is 6.[^1]\n\n[^1]: Actually it is 5."),
+    ("5", 'Answer: <font color="white">5</font> 6'),
+    ("5", "Answer: 6 <!-- the answer is 5"),
+]
+
+# Visible decoration is transparent, and a hedge that is hidden hedges nothing.
+SHOWN = [
+    ("5", r"\boxed{5}<!-- or 6 -->"),
+    ("5", "The answer is 5 ~~or 6~~."),
+    ("5", '\\boxed{5} <span style="display:none">or maybe 6</span>'),
+    ("5", r"\boxed{5\phantom{ or 6}}"),
+    ("6", "The answer is ~~5~~ 6."),
+    ("6", 'The answer is <span style="display:none">5</span> 6.'),
+    ("6", r"<s>\boxed{5}</s> \boxed{6}"),
+    ("6", "The answer is 6.[^1]\n\n[^1]: Actually it is 5."),
+    ("36", r"\boxed{\color{blue}{36}}"),
+    ("36", r"\boxed{\textcolor{red}{36}}"),
+    ("36", r"The answer is $\mathbf{36}$."),
+    ("36", "The answer is <b>36</b>."),
+    ("36", "The answer is <u>36</u>."),
+    ("36", "**Answer:** <strong>36</strong>"),
+    ("36", r"The answer is $\color{blue}{36}$."),
+    ("36", r"The answer is ${\color{blue} 36}$."),
+    ("36", r"\boxed{\color[HTML]{FF0000}{36}}"),
+    ("36", '<span style="color: red">The answer is 36.</span>'),
+    ("36", '<span style="background-color: white">The answer is 36.</span>'),
+    # LaTeX spacing is no strikethrough.
+    ("5", "$x~~=~~5$"),
+]
+
+# Rule 4 takes back only the answer: a confirmation, or another value
+# eliminated, leaves it paid.
+CONFIRMED = [
+    ("16", r"The answer is \boxed{16}. My answer is correct."),
+    ("16", "The answer is 16. I checked: 16 is right."),
+    ("16", r"\boxed{16}. Verify: 4*4 = 16, which is correct."),
+    ("16", "So the answer is 16. No mistakes."),
+    ("16", r"\boxed{16}. 15 is not the answer."),
+    ("16", "The answer is 16. This is correct; I made no mistakes."),
+    ("16", r"\boxed{16}. There is no error in this computation."),
+    ("16", "The answer is 16, which is not prime."),
+    ("16", r"\boxed{16}. It isn't 15."),
+    ("16", r"\boxed{16}. I hope this is correct."),
+    ("16", "We get 16. It is not negative, so it works."),
+    ("16", "Since 15 is wrong, the answer is 16."),
+    ("5", r"\boxed{5}. Note that $x=-5$ is not valid since $x > 0$."),
+]
+
+NOT_PAID = TAKEN_BACK + HIDDEN
+PAID = SHOWN + CONFIRMED
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+@pytest.mark.parametrize(("gold", "completion"), NOT_PAID, ids=[p for _, p in NOT_PAID])
+def test_not_paid(entry, gold, completion):
+    if entry == "openrlhf.reward_func":
+        pytest.importorskip("torch")
+    score = ENTRY_POINTS[entry](gold, completion)
+    assert not math.isnan(score)
+    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
+@pytest.mark.parametrize(("gold", "completion"), PAID, ids=[p for _, p in PAID])
+def test_paid(entry, gold, completion, request):
+    _skip_if_not_read(entry, completion, request)
+    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+
+
+@pytest.mark.parametrize(("gold", "completion"), TAKEN_BACK, ids=[p for _, p in TAKEN_BACK])
+def test_the_verdict_says_the_answer_was_taken_back(gold, completion):
+    v = grpo_fast.verify_detailed(gold, completion)
+    assert not v.matched
+    assert v.reason.startswith("hedge: "), v
+
+
+def test_hidden_text_in_a_huge_or_unclosed_input_ends_in_bounded_time():
+    import time
+
+    for text in [
+        "<s>" * 50_000 + "5",
+        "~~a " * 50_000 + "5",
+        "<!--" * 50_000 + "5",
+        "\\color{" * 30_000 + "5",
+        "\\phantom{" * 30_000 + "5",
+        '<span style="display:none">' * 5_000 + "5",
+        "[^1" * 50_000 + "5",
+        "<del>" * 20_000 + "</del>" * 20_000 + "5",
+    ]:
+        start = time.perf_counter()
+        grpo_fast.verify_detailed("5", text[: 1 << 18])
+        assert time.perf_counter() - start < 0.5, text[:20]
