@@ -601,6 +601,9 @@ fn other_languages_or_maybe_and_not_are_hedges() {
     // A committed answer still pays.
     assert_eq!(hedge("Answer: 5"), None);
     assert_eq!(one("The answer is 5."), ("5", Rule::AnswerIs));
+}
+
+#[test]
 fn an_operand_expression_mid_sentence_is_not_a_result() {
     let hedge = |t: &str| extract_answer(t, &ExtractOptions::default()).and_then(|e| e.hedge);
     for t in [
