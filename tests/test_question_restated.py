@@ -80,3 +80,100 @@ def test_the_verdict_says_why():
     v = grpo_fast.verify_detailed("164", "To add 79 + 85, you simply add them and find the result.")
     assert not v.matched
     assert "not a stated result" in v.reason
+
+
+# With the prompt: an unevaluated arithmetic expression copied from it is no
+# answer, in every marker; a number, or an expression the prompt does not
+# contain, is judged as without it. (prompt, gold, completion, paid)
+PROMPTED = [
+    ("What is 79 + 85?", "164", r"\boxed{79+85}", False),
+    ("What is 79 + 85?", "164", "The answer is 79 + 85", False),
+    ("What is 79 + 85?", "164", r"\boxed{85 + 79}", False),
+    ("Compute $12 \\times 13$.", "156", r"The answer is $12 \cdot 13$.", False),
+    ("What is 7 times 8?", "56", r"\boxed{7 \times 8}", False),
+    ("What is 79 + 85?", "164", r"\boxed{164}", True),
+    ("What is 79 + 85?", "164", "The answer is 164", True),
+    ("What is 79 + 85?", "164", r"\boxed{80 + 84}", True),
+    ("What is 179 + 85?", "264", r"\boxed{264}", True),
+]
+PROMPTED_IDS = [f"{p}|{c}" for p, _, c, _ in PROMPTED]
+
+
+def _chat(prompt):
+    return [{"role": "user", "content": prompt}]
+
+
+def _prompted_entry_points():
+    """name -> f(prompt, gold, completion) -> reward (1.0 for a paid answer)."""
+    from grpo_fast import rewards
+    from grpo_fast.integrations import openrlhf, trl, verl
+
+    math_reward = rewards.combine([rewards.MathReward()])
+
+    def _openrlhf(q, g, p):
+        pytest.importorskip("torch")
+        return float(openrlhf.reward_func([q + "\n" + p], [q + "\n"], [g])["rewards"][0])
+
+    return {
+        "verify": lambda q, g, p: float(grpo_fast.verify(g, p, prompt=q)),
+        "verify(chat)": lambda q, g, p: float(grpo_fast.verify(g, p, prompt=_chat(q))),
+        "verify_detailed": lambda q, g, p: float(grpo_fast.verify_detailed(g, p, prompt=q).matched),
+        "verify_batch": lambda q, g, p: float(
+            grpo_fast.verify_batch([g, g], ["x", p], prompts=["x", q])[1]
+        ),
+        "MathReward.score_batch": lambda q, g, p: float(
+            math_reward.score_batch([p], [g], prompts=[q]).total[0]
+        ),
+        "trl.accuracy_reward": lambda q, g, p: (
+            trl.accuracy_reward(
+                [[{"role": "assistant", "content": p}]], solution=[g], prompts=[_chat(q)]
+            )[0]
+            or 0.0
+        ),
+        "verl.compute_score": lambda q, g, p: float(
+            verl.compute_score(
+                "lighteval/MATH", p, g, extra_info={"question": q}, judge="grpo_fast"
+            )
+        ),
+        "openrlhf.reward_func": _openrlhf,
+    }
+
+
+PROMPTED_ENTRY_POINTS = _prompted_entry_points()
+
+
+@pytest.mark.parametrize("entry", sorted(PROMPTED_ENTRY_POINTS))
+@pytest.mark.parametrize(("prompt", "gold", "completion", "paid"), PROMPTED, ids=PROMPTED_IDS)
+def test_an_expression_copied_from_the_prompt_is_no_answer(entry, prompt, gold, completion, paid):
+    score = PROMPTED_ENTRY_POINTS[entry](prompt, gold, completion)
+    assert (score == 1.0) == paid, f"{entry}: {completion!r} for {prompt!r} scored {score}"
+
+
+def test_without_the_prompt_a_stated_expression_pays():
+    # The verifier cannot tell the question's expression from a result
+    # without the prompt (docs/verify_semantics.md, rule 2).
+    assert grpo_fast.verify("164", r"\boxed{79+85}")
+    assert not grpo_fast.verify("164", r"\boxed{79+85}", prompt="What is 79 + 85?")
+    v = grpo_fast.verify_detailed("164", r"\boxed{79+85}", prompt="What is 79 + 85?")
+    assert "not a stated result" in v.reason
+
+
+def test_prompts_must_match_the_completions():
+    with pytest.raises(ValueError):
+        grpo_fast.verify_batch("164", ["a", "b"], prompts=["q"])
+
+
+def test_the_trainer_passes_each_rows_prompt():
+    from grpo_fast.run_rewards import RunRewards
+
+    r = RunRewards.build(["math"])
+    rows = [
+        {"prompt": _chat("What is 79 + 85?"), "answer": "164"},
+        {"prompt": "What is 79 + 85?", "answer": "164"},
+        {"prompt": "What is 79 + 85?", "answer": "164"},
+    ]
+    got = r.score([r"\boxed{79+85}", "The answer is 79 + 85", r"\boxed{164}"], rows).total
+    assert got.tolist() == [0.0, 0.0, 1.0]
+    # Rows without a prompt are judged as before.
+    bare = r.score([r"\boxed{79+85}"], [{"answer": "164"}]).total
+    assert bare.tolist() == [1.0]

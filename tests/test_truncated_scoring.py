@@ -54,9 +54,9 @@ class _Spy(rewards.Rewards):
         super().__init__([rewards.MathReward()])
         self.seen: list[np.ndarray] = []
 
-    def score_batch(self, completions, golds=None, lengths=None, truncated=None):
+    def score_batch(self, completions, golds=None, lengths=None, truncated=None, prompts=None):
         self.seen.append(np.asarray(truncated, bool))
-        return super().score_batch(completions, golds, lengths, truncated)
+        return super().score_batch(completions, golds, lengths, truncated, prompts)
 
 
 def test_the_trainer_passes_which_completions_hit_the_limit(make_config):

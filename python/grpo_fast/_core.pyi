@@ -1,5 +1,6 @@
 # Type stubs of the Rust extension grpo_fast._core, kept by hand and checked
 # against the binary with mypy.stubtest (make lint / make test).
+from collections.abc import Sequence
 from typing import Any, final
 
 import numpy as np
@@ -160,13 +161,25 @@ def extract_answer(text: object, options: ExtractOptions) -> tuple[list[str], st
 def extract_gold(text: object, options: ExtractOptions) -> tuple[list[str], str] | None: ...
 def parse(text: object, options: ExtractOptions) -> tuple[str | None, str | None, str]: ...
 def verify(
-    gold: object, pred: object, options: VerifyOptions, truncated: object = None
+    gold: object,
+    pred: object,
+    options: VerifyOptions,
+    truncated: object = None,
+    prompt: str | None = None,
 ) -> tuple[bool, str, str | None, str | None]: ...
 def verify_batch(
-    golds: object, preds: object, options: VerifyOptions, truncated: object = None
+    golds: object,
+    preds: object,
+    options: VerifyOptions,
+    truncated: object = None,
+    prompts: Sequence[str] | None = None,
 ) -> npt.NDArray[np.float32]: ...
 def verify_match(
-    gold: object, pred: object, options: VerifyOptions, truncated: object = None
+    gold: object,
+    pred: object,
+    options: VerifyOptions,
+    truncated: object = None,
+    prompt: str | None = None,
 ) -> bool: ...
 
 @final
@@ -204,6 +217,7 @@ class RewardSet:
         golds: object,
         lengths: npt.NDArray[np.int64] | None,
         truncated: object = None,
+        prompts: Sequence[str] | None = None,
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
     def __len__(self) -> int: ...
 

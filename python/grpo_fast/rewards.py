@@ -42,6 +42,7 @@ from grpo_fast.verify import (
     _VERIFY_DEFAULTS,
     as_list,
     extract_options,
+    prompt_text,
     verify_options,
 )
 
@@ -401,6 +402,7 @@ class Rewards:
         golds: str | Sequence[str | None] | None = None,
         lengths: Sequence[int] | npt.ArrayLike | None = None,
         truncated: bool | Sequence[bool] | npt.ArrayLike | None = None,
+        prompts: Sequence[Any] | None = None,
     ) -> RewardScores:
         """Score a batch.
 
@@ -417,6 +419,9 @@ class Rewards:
             Which completions were cut off at the token limit: the answer
             specs read those only through their answer markers, never the
             last number of unfinished reasoning (see :func:`grpo_fast.verify`).
+        prompts : sequence of (str or chat messages), optional
+            The prompt of each completion: the math specs then refuse an
+            arithmetic expression copied from it (see :func:`grpo_fast.verify`).
 
         Returns
         -------
@@ -429,7 +434,10 @@ class Rewards:
         else:
             gold_arg = gold_list = as_list("golds", golds)
         lens = None if lengths is None else _lengths(lengths)
-        total, grid = self._set.score(texts, gold_arg, lens, truncated)
+        prompt_texts = None
+        if prompts is not None:
+            prompt_texts = [prompt_text(p) or "" for p in as_list("prompts", prompts)]
+        total, grid = self._set.score(texts, gold_arg, lens, truncated, prompt_texts)
         columns = {self.names[i]: grid[j] for j, i in enumerate(self._rust)}
         for i, spec in enumerate(self.specs):
             if isinstance(spec, PythonReward):
@@ -586,6 +594,7 @@ def score_batch(
     golds: str | Sequence[str | None] | None = None,
     lengths: Sequence[int] | npt.ArrayLike | None = None,
     truncated: bool | Sequence[bool] | npt.ArrayLike | None = None,
+    prompts: Sequence[Any] | None = None,
 ) -> RewardScores:
     """One-shot :func:`combine` + :meth:`Rewards.score_batch` (prefer
     compiling once with :func:`combine` in a training loop).
@@ -601,4 +610,4 @@ def score_batch(
         rewards = Rewards([specs])
     else:
         rewards = Rewards(specs)
-    return rewards.score_batch(completions, golds, lengths, truncated)
+    return rewards.score_batch(completions, golds, lengths, truncated, prompts)

@@ -290,7 +290,9 @@ class RunRewards:
         ``truncated`` marks the completions cut off at the token limit: the
         built-in answer rewards read those only through their answer markers
         (:meth:`grpo_fast.rewards.Rewards.score_batch`); TRL-style functions
-        are called as TRL calls them, without it. ``trainer_state``
+        are called as TRL calls them, without it. Each row's ``prompt`` goes to
+        the built-in answer rewards (an arithmetic expression copied from it is
+        no answer). ``trainer_state``
         (``global_step``, ``epoch``, ``max_steps``: a
         ``transformers.TrainerState``, as TRL passes it) goes to functions with
         TRL's signature.
@@ -302,6 +304,10 @@ class RunRewards:
             if not isinstance(t, str):
                 raise InvalidInputError(f"completions[{i}] is {type(t).__name__}; expected a str")
         golds = [r.get("answer") for r in rows]
+        # The rows' prompts (a string or a conversation): an expression copied
+        # from its prompt is no answer (docs/verify_semantics.md, rule 2).
+        prompt_list = [r.get("prompt") for r in rows]
+        prompts = None if all(p is None for p in prompt_list) else prompt_list
         lengths = (
             None
             if completion_ids is None
@@ -311,7 +317,7 @@ class RunRewards:
         weights: list[float] = []
         for part, names in zip(self.parts, self._names, strict=True):
             if isinstance(part, _rewards.Rewards):
-                s = part.score_batch(texts, golds, lengths, truncated)
+                s = part.score_batch(texts, golds, lengths, truncated, prompts=prompts)
                 columns.update(zip(names, s.columns.values(), strict=True))
                 weights += [spec.weight for spec in part.specs]
             else:

@@ -12,7 +12,7 @@ functions work unchanged from threads, asyncio executors and forked workers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,6 +289,29 @@ class Verdict:
         return self.matched
 
 
+def prompt_text(prompt: Any) -> str | None:
+    """The text of a prompt: a string as is, a chat (TRL's conversational
+    format, a list of ``{"role", "content"}`` messages, content a string or a
+    list of ``{"type": "text", "text"}`` parts) as its contents joined by
+    newlines, None as None.
+
+    Examples
+    --------
+    >>> prompt_text([{"role": "user", "content": "What is 79 + 85?"}])
+    'What is 79 + 85?'
+    """
+    if prompt is None or isinstance(prompt, str):
+        return prompt
+    parts: list[str] = []
+    for message in prompt:
+        content = message.get("content") if isinstance(message, Mapping) else message
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, Sequence):
+            parts.extend(str(c.get("text", "")) for c in content if isinstance(c, Mapping))
+    return "\n".join(parts)
+
+
 def verify_detailed(
     gold: str,
     pred: str,
@@ -300,6 +323,7 @@ def verify_detailed(
     tail_length: int | None = None,
     think: bool = _VERIFY_DEFAULTS.think,
     truncated: bool = False,
+    prompt: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> Verdict:
     """:func:`verify` with the reason and the parsed answers.
 
@@ -311,7 +335,7 @@ def verify_detailed(
     'no answer found'
     """
     opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
-    return Verdict(*_core.verify(gold, pred, opts, truncated))
+    return Verdict(*_core.verify(gold, pred, opts, truncated, prompt_text(prompt)))
 
 
 def verify(
@@ -325,6 +349,7 @@ def verify(
     tail_length: int | None = None,
     think: bool = _VERIFY_DEFAULTS.think,
     truncated: bool = False,
+    prompt: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> bool:
     """Whether the completion ``pred`` answers ``gold``.
 
@@ -354,6 +379,12 @@ def verify(
         cut only where the text shows it (an unclosed ``\\boxed{`` or
         ``<think>``, an answer ending in ``or``) and reads a cut-off
         completion's last value like any other's.
+    prompt : str or chat messages, optional
+        The prompt the completion answers (a string, or TRL's list of
+        ``{"role", "content"}`` messages). An answer that is an unevaluated
+        arithmetic expression copied from it (``\\boxed{79+85}`` for "What is
+        79 + 85?") is then no answer; a number, or an expression the prompt
+        does not contain, is judged as without it. No prompt costs nothing.
 
     Returns
     -------
@@ -377,10 +408,12 @@ def verify(
     True
     >>> verify("3", "so we add 1 and 2 to get 3", truncated=True)
     False
+    >>> verify("164", r"\\boxed{79+85}", prompt="What is 79 + 85?")
+    False
     """
     # verify_detailed's `matched`, without rendering the answers.
     opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
-    return _core.verify_match(gold, pred, opts, truncated)
+    return _core.verify_match(gold, pred, opts, truncated, prompt_text(prompt))
 
 
 def verify_batch(
@@ -394,6 +427,7 @@ def verify_batch(
     tail_length: int | None = None,
     think: bool = _VERIFY_DEFAULTS.think,
     truncated: bool | Sequence[bool] | npt.NDArray[np.bool_] | None = None,
+    prompts: Sequence[str | Sequence[Mapping[str, Any]] | None] | None = None,
 ) -> npt.NDArray[np.float32]:
     """:func:`verify` of many pairs in Rust, across threads, GIL released.
 
@@ -408,6 +442,8 @@ def verify_batch(
     truncated : bool or sequence of bool, optional
         Which completions were cut off at the token limit (one flag each, or
         one for all); see :func:`verify`.
+    prompts : sequence of (str or chat messages), optional
+        The prompt of each completion; see :func:`verify`'s ``prompt``.
 
     Returns
     -------
@@ -426,4 +462,7 @@ def verify_batch(
     if not (golds is None or isinstance(golds, str)):
         golds = as_list("golds", golds)
     opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
-    return _core.verify_batch(golds, texts, opts, truncated)
+    texts_of_prompts = None
+    if prompts is not None:
+        texts_of_prompts = [prompt_text(p) or "" for p in as_list("prompts", prompts)]
+    return _core.verify_batch(golds, texts, opts, truncated, texts_of_prompts)

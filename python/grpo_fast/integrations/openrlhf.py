@@ -198,7 +198,8 @@ class RewardFunc:
                 first[:80],
             )
         texts = ["" if r is None else r for r in responses]
-        scored = self.compiled.score_batch(texts, golds)
+        # The prompt is known: an expression copied from it is no answer.
+        scored = self.compiled.score_batch(texts, golds, prompts=list(prompts))
         total = scored.total
         unscorable = np.isnan(total) & ~missing
         rewards = torch.from_numpy(np.where(unscorable | missing, 0.0, total).astype(np.float32))

@@ -77,7 +77,7 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(n as u64));
     g.sample_size(10);
     g.bench_function("pool", |b| {
-        b.iter(|| verify_batch(Golds::Each(&golds), &preds, None, &vopts).unwrap())
+        b.iter(|| verify_batch(Golds::Each(&golds), &preds, None, None, &vopts).unwrap())
     });
     g.finish();
 }

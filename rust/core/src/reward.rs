@@ -158,6 +158,7 @@ impl Spec {
         gold: Option<&str>,
         length: Option<u32>,
         truncated: bool,
+        prompt: Option<&str>,
     ) -> f32 {
         let hints = Hints {
             truncated,
@@ -171,7 +172,7 @@ impl Spec {
             Spec::Math(opts) => {
                 // A gold that cannot be extracted or parsed is the dataset's
                 // fault, not the model's: unscorable rather than wrong.
-                match verify_match(gold, completion, truncated, opts) {
+                match verify_match(gold, completion, truncated, prompt, opts) {
                     None => f32::NAN,
                     Some(matched) => f32::from(u8::from(matched)),
                 }
@@ -221,8 +222,10 @@ impl Spec {
                 Some(l) => overlong_penalty(l, *max_len, *cache_len),
                 None => f32::NAN,
             },
-            Spec::Cosine(c) => match (verify_match(gold, completion, truncated, &c.verify), length)
-            {
+            Spec::Cosine(c) => match (
+                verify_match(gold, completion, truncated, prompt, &c.verify),
+                length,
+            ) {
                 (Some(correct), Some(l)) => c.score(correct, l),
                 _ => f32::NAN,
             },
@@ -339,17 +342,23 @@ pub struct Scores {
 impl RewardSet {
     /// Score a batch. `golds`, `lengths` and `truncated` must have one entry
     /// per completion; `lengths` (tokens) is required by overlong specs only;
-    /// `truncated` marks completions cut off at the token limit.
+    /// `truncated` marks completions cut off at the token limit; `prompts`
+    /// are what the completions answer, when the caller has them (the math
+    /// specs refuse an expression copied from its prompt).
     pub fn score(
         &self,
         completions: &[&str],
         golds: Golds<'_>,
         lengths: Option<&[u32]>,
         truncated: Option<&[bool]>,
+        prompts: Option<&[&str]>,
     ) -> Result<Scores> {
         let n = completions.len();
         if let Some(t) = truncated {
             check_len("truncated", t.len(), n)?;
+        }
+        if let Some(p) = prompts {
+            check_len("prompts", p.len(), n)?;
         }
         if let Golds::Each(gs) = golds {
             check_len("golds", gs.len(), n)?;
@@ -377,7 +386,14 @@ impl RewardSet {
             .map(|(spec, _)| {
                 map_items(n, |i| {
                     let cut = truncated.is_some_and(|t| t[i]);
-                    spec.score(completions[i], golds.get(i), lengths.map(|l| l[i]), cut)
+                    let prompt = prompts.map(|p| p[i]);
+                    spec.score(
+                        completions[i],
+                        golds.get(i),
+                        lengths.map(|l| l[i]),
+                        cut,
+                        prompt,
+                    )
                 })
             })
             .collect();
@@ -414,9 +430,10 @@ impl RewardSet {
         golds: Golds<'_>,
         lengths: Option<&[u32]>,
         truncated: Option<&[bool]>,
+        prompts: Option<&[&str]>,
     ) -> Result<Scores> {
         let texts: Vec<&str> = completions.iter().map(|c| c.unwrap_or("")).collect();
-        let mut scores = self.score(&texts, golds, lengths, truncated)?;
+        let mut scores = self.score(&texts, golds, lengths, truncated, prompts)?;
         for (i, _) in completions.iter().enumerate().filter(|(_, c)| c.is_none()) {
             for col in &mut scores.columns {
                 if col[i] > 0.0 {
@@ -458,6 +475,7 @@ pub fn verify_batch(
     golds: Golds<'_>,
     preds: &[&str],
     truncated: Option<&[bool]>,
+    prompts: Option<&[&str]>,
     opts: &VerifyOptions,
 ) -> Result<Vec<f32>> {
     if let Golds::Each(gs) = golds {
@@ -466,11 +484,15 @@ pub fn verify_batch(
     if let Some(t) = truncated {
         check_len("truncated", t.len(), preds.len())?;
     }
+    if let Some(p) = prompts {
+        check_len("prompts", p.len(), preds.len())?;
+    }
     Ok(map_items(preds.len(), |i| {
         let cut = truncated.is_some_and(|t| t[i]);
+        let prompt = prompts.map(|p| p[i]);
         let matched = golds
             .get(i)
-            .is_some_and(|g| verify_match(g, preds[i], cut, opts) == Some(true));
+            .is_some_and(|g| verify_match(g, preds[i], cut, prompt, opts) == Some(true));
         f32::from(u8::from(matched))
     }))
 }
@@ -544,7 +566,7 @@ mod tests {
         ];
         let golds = [Some("b"), Some("B"), None];
         let s = set
-            .score(&completions, Golds::Each(&golds), None, None)
+            .score(&completions, Golds::Each(&golds), None, None, None)
             .expect("scored");
         assert_eq!(s.columns[0], vec![1.0, 0.0, 0.0]);
         assert_eq!(s.columns[1][..2], [1.0, 1.0]);
@@ -585,7 +607,7 @@ mod tests {
         ];
         for text in unpaid {
             let s = set
-                .score(&[text], Golds::One(Some("C")), None, None)
+                .score(&[text], Golds::One(Some("C")), None, None, None)
                 .expect("scored");
             assert_eq!(s.total, vec![0.0], "{text}");
         }
@@ -598,7 +620,7 @@ mod tests {
         ];
         for text in paid {
             let s = set
-                .score(&[text], Golds::One(Some("C")), None, None)
+                .score(&[text], Golds::One(Some("C")), None, None, None)
                 .expect("scored");
             assert_eq!(s.columns[0], vec![1.0], "{text}");
         }
@@ -621,13 +643,14 @@ mod tests {
                 Golds::Each(&golds),
                 Some(&[0, 100, 10]),
                 None,
+                None,
             )
             .expect("scored");
         assert_eq!(s.columns[0][..2], [1.0, -0.5]);
         assert!(s.columns[0][2].is_nan(), "an unusable gold is unscorable");
         assert_eq!(s.columns[1], vec![0.0, -0.6, 0.0]);
         assert!(set
-            .score(&["a"], Golds::One(Some("3")), None, None)
+            .score(&["a"], Golds::One(Some("3")), None, None, None)
             .is_err());
         assert!(Spec::repetition(0, -1.0).is_err());
         assert!(Spec::repetition(2, 0.5).is_err());
@@ -639,17 +662,38 @@ mod tests {
         let set = RewardSet {
             specs: vec![(Spec::overlong(10, 2).expect("valid"), 1.0)],
         };
-        assert!(set.score(&["a"], Golds::One(None), None, None).is_err());
         assert!(set
-            .score(&["a"], Golds::One(None), Some(&[1, 2]), None)
+            .score(&["a"], Golds::One(None), None, None, None)
             .is_err());
         assert!(set
-            .score(&["a", "b"], Golds::Each(&[Some("x")]), Some(&[1, 2]), None)
+            .score(&["a"], Golds::One(None), Some(&[1, 2]), None, None)
+            .is_err());
+        assert!(set
+            .score(
+                &["a", "b"],
+                Golds::Each(&[Some("x")]),
+                Some(&[1, 2]),
+                None,
+                None
+            )
             .is_err());
         let s = set
-            .score(&["a", "b"], Golds::One(None), Some(&[9, 11]), None)
+            .score(&["a", "b"], Golds::One(None), Some(&[9, 11]), None, None)
             .expect("scored");
         assert_eq!(s.total, vec![-0.5, -1.0]);
+    }
+
+    #[test]
+    fn a_prompt_refuses_its_own_expression_in_a_batch() {
+        let golds = [Some("164"), Some("164"), Some("164")];
+        let preds = ["\\boxed{79+85}", "\\boxed{164}", "\\boxed{80 + 84}"];
+        let prompts = ["What is 79 + 85?"; 3];
+        let o = VerifyOptions::default();
+        let with = verify_batch(Golds::Each(&golds), &preds, None, Some(&prompts), &o);
+        assert_eq!(with.expect("verified"), vec![0.0, 1.0, 1.0]);
+        let without = verify_batch(Golds::Each(&golds), &preds, None, None, &o);
+        assert_eq!(without.expect("verified"), vec![1.0, 1.0, 1.0]);
+        assert!(verify_batch(Golds::Each(&golds), &preds, None, Some(&prompts[..2]), &o).is_err());
     }
 
     #[test]
@@ -659,11 +703,11 @@ mod tests {
         };
         let preds = ["\\boxed{\\frac{1}{2}}", "so 0.5", "\\boxed{3}", "x"];
         let s = set
-            .score(&preds, Golds::One(Some("\\frac12")), None, None)
+            .score(&preds, Golds::One(Some("\\frac12")), None, None, None)
             .expect("scored");
         assert_eq!(s.total, vec![1.0, 1.0, 0.0, 0.0]);
         let s = set
-            .score(&preds[..1], Golds::One(Some("")), None, None)
+            .score(&preds[..1], Golds::One(Some("")), None, None, None)
             .expect("scored");
         assert!(s.total[0].is_nan(), "an empty gold is unscorable");
         let golds = [Some("3"), None];
@@ -671,13 +715,19 @@ mod tests {
             Golds::Each(&golds),
             &["\\boxed{3}", "3"],
             None,
+            None,
             &VerifyOptions::default(),
         )
         .expect("verified");
         assert_eq!(v, vec![1.0, 0.0]);
-        assert!(
-            verify_batch(Golds::Each(&golds), &["3"], None, &VerifyOptions::default()).is_err()
-        );
+        assert!(verify_batch(
+            Golds::Each(&golds),
+            &["3"],
+            None,
+            None,
+            &VerifyOptions::default()
+        )
+        .is_err());
     }
 
     #[test]
@@ -688,7 +738,7 @@ mod tests {
         let texts: Vec<String> = (0..1000).map(|i| format!("x{}", i * 7)).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let s = set
-            .score(&refs, Golds::One(None), None, None)
+            .score(&refs, Golds::One(None), None, None, None)
             .expect("scored");
         let want: Vec<f32> = (0..1000)
             .map(|i| if i * 7 >= 100 { 1.0 } else { 0.0 })
@@ -711,6 +761,7 @@ mod tests {
                 Golds::One(Some("3")),
                 Some(&[6, 6]),
                 None,
+                None,
             )
             .expect("scored");
         // The format `^$` would pay an empty text: an unread one gets 0.
@@ -720,7 +771,7 @@ mod tests {
         );
         assert_eq!(s.total, vec![-0.25, 0.75]);
         let s = set
-            .score_texts(&[None], Golds::One(Some("")), Some(&[1]), None)
+            .score_texts(&[None], Golds::One(Some("")), Some(&[1]), None, None)
             .expect("scored");
         assert!(
             s.columns[0][0].is_nan(),
@@ -737,17 +788,17 @@ mod tests {
     fn an_unread_side_is_a_non_match_with_its_reason() {
         use crate::verify::{verify_text, Unread};
         let o = VerifyOptions::default();
-        let v = verify_text(Ok("3"), Err(Unread::NotUnicode), false, &o);
+        let v = verify_text(Ok("3"), Err(Unread::NotUnicode), false, None, &o);
         assert_eq!(
             (v.matched, v.reason.as_str(), v.gold.as_deref(), v.pred),
             (false, "not valid unicode", Some("3"), None)
         );
-        let v = verify_text(Err(Unread::NotUnicode), Ok("3"), false, &o);
+        let v = verify_text(Err(Unread::NotUnicode), Ok("3"), false, None, &o);
         assert_eq!(
             (v.matched, v.reason.as_str()),
             (false, "not valid unicode: gold")
         );
-        let v = verify_text(Ok(""), Err(Unread::NotUnicode), false, &o);
+        let v = verify_text(Ok(""), Err(Unread::NotUnicode), false, None, &o);
         assert_eq!(v.reason, "no gold answer", "the gold's problem comes first");
         // The reasons of a text refused unread are those of one read in full.
         let long = "1".repeat(o.extract.max_len + 1);
@@ -761,7 +812,10 @@ mod tests {
         }
         for (g, p) in [("3", long.as_str()), (long.as_str(), "3")] {
             let read = verify(g, p, &o);
-            assert_eq!(verify_text(unread(g, max), unread(p, max), false, &o), read);
+            assert_eq!(
+                verify_text(unread(g, max), unread(p, max), false, None, &o),
+                read
+            );
         }
     }
 }

@@ -105,13 +105,14 @@ fn verdict_tuple(v: Verdict) -> VerdictTuple {
 /// `(matched, reason, gold, pred)` of one pair; the façade
 /// `grpo_fast.verify` documents the arguments.
 #[pyfunction]
-#[pyo3(signature = (gold, pred, options, truncated=None))]
+#[pyo3(signature = (gold, pred, options, truncated=None, prompt=None))]
 pub fn verify(
     py: Python<'_>,
     gold: &Bound<'_, PyAny>,
     pred: &Bound<'_, PyAny>,
     options: PyRef<'_, PyVerifyOptions>,
     truncated: Option<&Bound<'_, PyAny>>,
+    prompt: Option<String>,
 ) -> PyResult<VerdictTuple> {
     let opts = &options.inner;
     let truncated = flag("truncated", truncated, false)?;
@@ -120,7 +121,11 @@ pub fn verify(
     let (g, p) = (gold.text(), pred.text());
     run(py, || {
         Ok(verdict_tuple(core_verify::verify_text(
-            g, p, truncated, opts,
+            g,
+            p,
+            truncated,
+            prompt.as_deref(),
+            opts,
         )))
     })
 }
@@ -128,32 +133,42 @@ pub fn verify(
 /// Whether one pair matches: [`verify`]'s `matched`, with nothing rendered
 /// (the façade's `grpo_fast.verify`).
 #[pyfunction]
-#[pyo3(signature = (gold, pred, options, truncated=None))]
+#[pyo3(signature = (gold, pred, options, truncated=None, prompt=None))]
 pub fn verify_match(
     py: Python<'_>,
     gold: &Bound<'_, PyAny>,
     pred: &Bound<'_, PyAny>,
     options: PyRef<'_, PyVerifyOptions>,
     truncated: Option<&Bound<'_, PyAny>>,
+    prompt: Option<String>,
 ) -> PyResult<bool> {
     let opts = &options.inner;
     let truncated = flag("truncated", truncated, false)?;
     let gold = text::one("gold", gold, opts.extract.max_len)?;
     let pred = text::one("pred", pred, opts.extract.max_len)?;
     let (g, p) = (gold.text(), pred.text());
-    run(py, || Ok(core_verify::matches_text(g, p, truncated, opts)))
+    run(py, || {
+        Ok(core_verify::matches_text(
+            g,
+            p,
+            truncated,
+            prompt.as_deref(),
+            opts,
+        ))
+    })
 }
 
 /// 1.0 / 0.0 per pair, across the core's threads; a pair with a side that
 /// is not read (over the limit, not valid Unicode) is 0.0.
 #[pyfunction]
-#[pyo3(signature = (golds, preds, options, truncated=None))]
+#[pyo3(signature = (golds, preds, options, truncated=None, prompts=None))]
 pub fn verify_batch<'py>(
     py: Python<'py>,
     golds: &Bound<'py, PyAny>,
     preds: &Bound<'py, PyAny>,
     options: PyRef<'py, PyVerifyOptions>,
     truncated: Option<&Bound<'py, PyAny>>,
+    prompts: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let opts = &options.inner;
     let limit = opts.extract.max_len;
@@ -175,7 +190,10 @@ pub fn verify_batch<'py>(
         Golds::Each(&golds)
     };
     let mut out = run(py, || {
-        reward::verify_batch(view, &preds, truncated.as_deref(), opts)
+        let prompts: Option<Vec<&str>> = prompts
+            .as_ref()
+            .map(|p| p.iter().map(String::as_str).collect());
+        reward::verify_batch(view, &preds, truncated.as_deref(), prompts.as_deref(), opts)
     })?;
     let unread_gold = |i: usize| {
         let g = if gold_held.one {
@@ -342,7 +360,7 @@ impl PyRewardSet {
     }
 
     /// `(total [N], columns [n_specs, N])`, float32.
-    #[pyo3(signature = (completions, golds, lengths, truncated=None))]
+    #[pyo3(signature = (completions, golds, lengths, truncated=None, prompts=None))]
     #[allow(clippy::type_complexity)]
     fn score<'py>(
         &self,
@@ -351,6 +369,7 @@ impl PyRewardSet {
         golds: &Bound<'py, PyAny>,
         lengths: Option<PyReadonlyArray1<'py, i64>>,
         truncated: Option<&Bound<'py, PyAny>>,
+        prompts: Option<Vec<String>>,
     ) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray2<f32>>)> {
         let set: &RewardSet = &self.inner;
         let held = text::list("completions", completions, set.read_limit())?;
@@ -391,7 +410,16 @@ impl PyRewardSet {
             }
         };
         let Scores { total, columns } = run(py, || {
-            set.score_texts(&texts, view, lengths.as_deref(), truncated.as_deref())
+            let prompts: Option<Vec<&str>> = prompts
+                .as_ref()
+                .map(|p| p.iter().map(String::as_str).collect());
+            set.score_texts(
+                &texts,
+                view,
+                lengths.as_deref(),
+                truncated.as_deref(),
+                prompts.as_deref(),
+            )
         })?;
         let n = total.len();
         let flat: Vec<f32> = columns.into_iter().flatten().collect();

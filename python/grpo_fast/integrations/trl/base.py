@@ -198,7 +198,14 @@ class TrlReward:
                 )
             golds = [g if g is None or isinstance(g, str) else str(g) for g in golds]
         lengths = _lengths(kwargs.get("completion_ids"), len(texts)) if self.needs_lengths else None
-        scores = self.compiled.score_batch(texts, golds, lengths)
+        # TRL passes the prompts by keyword (strings, or conversations): an
+        # expression copied from the prompt is no answer.
+        prompts = kwargs.get("prompts")
+        if prompts is not None and len(prompts) != len(texts):
+            raise InvalidInputError(
+                f"prompts has {len(prompts)} entries but there are {len(texts)} completions"
+            )
+        scores = self.compiled.score_batch(texts, golds, lengths, prompts=prompts)
         if self.gold_must_parse and golds is not None:
             unusable = _no_math_value(golds)
             if unusable.any():

@@ -174,14 +174,32 @@ def _as_score(result: Any) -> float:
     return float(result["score"]) if isinstance(result, dict) else float(result)
 
 
+def _prompt_of(extra_info: Any) -> Any:
+    """The prompt in verl's ``extra_info``: its ``prompt`` or ``question``
+    (verl's GSM8K and MATH preprocessing store the question there), else None."""
+    if not isinstance(extra_info, dict):
+        return None
+    prompt = extra_info.get("prompt")
+    if prompt is None:
+        prompt = extra_info.get("question")
+    return prompt if isinstance(prompt, (str, list)) else None
+
+
 def _matched(
-    golds: list[Any], preds: list[str], rules: Sequence[str] | None, rel_tol: float, think: bool
+    golds: list[Any],
+    preds: list[str],
+    rules: Sequence[str] | None,
+    rel_tol: float,
+    think: bool,
+    prompts: list[Any] | None = None,
 ) -> np.ndarray:
     """1.0 / 0.0 per item (any of a list of acceptable golds), one Rust call."""
     flat, owner = _golds(golds)
-    opts = {"rel_tol": rel_tol, "rules": rules, "think": think}
+    opts: dict[str, Any] = {"rel_tol": rel_tol, "rules": rules, "think": think}
     if len(flat) == len(preds):
-        return verify_batch(flat, preds, **opts).astype(np.float64)
+        return verify_batch(flat, preds, prompts=prompts, **opts).astype(np.float64)
+    if prompts is not None:
+        opts["prompts"] = [prompts[i] for i in owner]
     hits = verify_batch(flat, [preds[i] for i in owner], **opts)
     best = np.zeros(len(preds), dtype=np.float64)
     np.maximum.at(best, np.asarray(owner, dtype=np.int64), hits)
@@ -247,7 +265,9 @@ def score_items(
         texts = [preds[i] for i in items]
         if conv.clip is not None:
             texts = [t[-conv.clip :] for t in texts]
-        hit = _matched([golds[i] for i in items], texts, use, rel_tol, think) > 0
+        prompts = [_prompt_of(infos[i]) for i in items]
+        with_prompt = None if all(p is None for p in prompts) else prompts
+        hit = _matched([golds[i] for i in items], texts, use, rel_tol, think, with_prompt) > 0
         idx = np.asarray(items, dtype=np.int64)
         correct[idx] = hit
         scores[idx] = np.where(hit, 1.0, conv.wrong)

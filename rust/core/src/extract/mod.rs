@@ -36,6 +36,7 @@ mod words;
 use region::strip_special_tokens;
 pub use region::{answer_region, UNCLOSED_THINK};
 use scan::Scan;
+pub(crate) use stated::{copied_from, is_arithmetic};
 
 /// Which rule found an answer; its name is the `snake_case` of the variant
 /// (see `crate::names`).

@@ -166,6 +166,116 @@ pub(crate) fn is_stated(text: &str, start: usize, end: usize) -> bool {
     !prev.is_some_and(|p| QUESTION_WORDS.contains(&p.as_str()))
 }
 
+/// The arithmetic of a text in one spelling: numbers, operators (`*` for
+/// `×`, `·`, `\times`, `\cdot`, `times`, `multiplied by`; `/` for `÷`,
+/// `\div`, `divided by`; `+` for `plus`; `-` for `−`, `minus`), round
+/// brackets for any; spaces, `$`, braces, `\left`/`\right` and thousands
+/// commas dropped; anything else a `|` (a break no expression spans).
+fn arithmetic_spelling(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let mut step = 1;
+        match c {
+            b'0'..=b'9' | b'+' | b'-' | b'*' | b'/' | b'^' => out.push(c as char),
+            b'.' | b','
+                if i > 0
+                    && b[i - 1].is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit) =>
+            {
+                if c == b'.' {
+                    out.push('.');
+                }
+            }
+            b'(' | b'[' => out.push('('),
+            b')' | b']' => out.push(')'),
+            b' ' | b'\t' | b'$' | b'{' | b'}' => {}
+            b'\\' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j].is_ascii_alphabetic() {
+                    j += 1;
+                }
+                match &text[i + 1..j] {
+                    "times" | "cdot" => out.push('*'),
+                    "div" => out.push('/'),
+                    "left" | "right" | "" => {}
+                    _ => out.push('|'),
+                }
+                step = (j - i).max(1);
+            }
+            _ if c.is_ascii_alphabetic() => {
+                let mut j = i;
+                while j < b.len() && b[j].is_ascii_alphabetic() {
+                    j += 1;
+                }
+                let word = text[i..j].to_ascii_lowercase();
+                let rest = text[j..].trim_start();
+                let by = rest.len() >= 2 && rest[..2].eq_ignore_ascii_case("by");
+                match word.as_str() {
+                    "plus" => out.push('+'),
+                    "minus" => out.push('-'),
+                    "times" => out.push('*'),
+                    "multiplied" | "divided" if by => {
+                        out.push(if word == "divided" { '/' } else { '*' });
+                        j = text.len() - rest.len() + 2;
+                    }
+                    _ => out.push('|'),
+                }
+                step = j - i;
+            }
+            _ if c >= 0x80 => {
+                let ch = text[i..].chars().next().unwrap_or(' ');
+                match ch {
+                    '×' | '·' | '⋅' => out.push('*'),
+                    '÷' => out.push('/'),
+                    '−' => out.push('-'),
+                    _ => out.push('|'),
+                }
+                step = ch.len_utf8();
+            }
+            _ => out.push('|'),
+        }
+        i += step;
+    }
+    out
+}
+
+/// Whether an arithmetic answer (see [`is_arithmetic`]) is copied from the
+/// prompt: its spelling (see [`arithmetic_spelling`]) appears in the
+/// prompt's, not as part of a longer number, or with the two operands of a
+/// single `+` or `*` swapped (`85 + 79` for `79 + 85`).
+pub(crate) fn copied_from(prompt: &str, part: &str) -> bool {
+    let want = arithmetic_spelling(part);
+    let have = arithmetic_spelling(prompt);
+    let found = |w: &str| {
+        have.match_indices(w).any(|(at, _)| {
+            let digit = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_digit() || c == b'.');
+            let hb = have.as_bytes();
+            !digit(at.checked_sub(1).map(|k| hb[k])) && !digit(hb.get(at + w.len()).copied())
+        })
+    };
+    if want.is_empty() || want.contains('|') {
+        return false;
+    }
+    if found(&want) {
+        return true;
+    }
+    let ops: Vec<usize> = want
+        .match_indices(['+', '*'])
+        .map(|(k, _)| k)
+        .filter(|&k| k > 0)
+        .collect();
+    match ops.as_slice() {
+        [k] if !want.contains(['-', '/', '^', '(']) => {
+            let swapped = format!("{}{}{}", &want[k + 1..], &want[*k..=*k], &want[..*k]);
+            found(&swapped)
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +332,19 @@ mod tests {
             "First, 6 * 7 is the product we want to find.",
             "6 * 7"
         ));
+    }
+
+    #[test]
+    fn an_expression_is_copied_when_the_prompt_spells_it() {
+        let prompt = "What is 79 + 85?";
+        assert!(copied_from(prompt, "79+85"));
+        assert!(copied_from(prompt, "85 + 79"));
+        assert!(!copied_from(prompt, "80 + 84"));
+        assert!(!copied_from("What is 179 + 85?", "79+85"));
+        assert!(copied_from("Compute $12 \\times 13$.", "12*13"));
+        assert!(copied_from("What is 12 multiplied by 13?", "12 \\cdot 13"));
+        assert!(copied_from("What is 7 times 8?", "7 × 8"));
+        assert!(!copied_from("What is 7 times 8?", "7 - 8"));
+        assert!(!copied_from("Subtract 6 from 15.", "15 - 6"));
     }
 }

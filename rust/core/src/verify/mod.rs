@@ -2,8 +2,8 @@
 //! them, compare. Every way of not matching says why in [`Verdict::reason`].
 
 use crate::extract::{
-    extract_gold, find_visible, over_limit, visible, ExtractOptions, Extracted, Hedge, Hints,
-    OfferKind, OfferValue,
+    copied_from, extract_gold, find_visible, is_arithmetic, over_limit, visible, ExtractOptions,
+    Extracted, Hedge, Hints, OfferKind, OfferValue,
 };
 use crate::math::{self, CompareOptions, Limits, ParseOptions, Rejection, Value};
 
@@ -274,30 +274,50 @@ fn cached_gold(gold: &str, opts: &VerifyOptions) -> std::rc::Rc<Result<Gold, Ver
 /// so consecutive completions of one gold (a GRPO group, through
 /// `verify_batch` or one call each) parse it once; the verdict is the same.
 pub fn verify(gold: &str, pred: &str, opts: &VerifyOptions) -> Verdict {
-    verify_cut(gold, pred, false, opts)
+    verify_cut(gold, pred, false, None, opts)
 }
 
 /// [`verify`] of a completion that may have been cut off at the token
-/// limit (`truncated`: see [`Hints::truncated`]).
-pub fn verify_cut(gold: &str, pred: &str, truncated: bool, opts: &VerifyOptions) -> Verdict {
+/// limit (`truncated`: see [`Hints::truncated`]), to the prompt it answers
+/// when the caller has it (an arithmetic expression copied from the prompt is
+/// no answer: docs/verify_semantics.md, rule 2).
+pub fn verify_cut(
+    gold: &str,
+    pred: &str,
+    truncated: bool,
+    prompt: Option<&str>,
+    opts: &VerifyOptions,
+) -> Verdict {
     match &*cached_gold(gold, opts) {
-        Ok(g) => verify_gold(g, pred, truncated, opts),
+        Ok(g) => verify_gold(g, pred, truncated, prompt, opts),
         Err(v) => v.clone(),
     }
 }
 
 /// [`verify_cut`]'s `matched`, or `None` when the gold has no usable answer
 /// (nothing is rendered: the batch path).
-pub fn verify_match(gold: &str, pred: &str, truncated: bool, opts: &VerifyOptions) -> Option<bool> {
+pub fn verify_match(
+    gold: &str,
+    pred: &str,
+    truncated: bool,
+    prompt: Option<&str>,
+    opts: &VerifyOptions,
+) -> Option<bool> {
     match &*cached_gold(gold, opts) {
-        Ok(g) => Some(judge(g, pred, truncated, opts).matched),
+        Ok(g) => Some(judge(g, pred, truncated, prompt, opts).matched),
         Err(_) => None,
     }
 }
 
 /// Whether `pred` answers a prepared gold.
-pub fn verify_gold(g: &Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> Verdict {
-    let o = judge(g, pred, truncated, opts);
+pub fn verify_gold(
+    g: &Gold,
+    pred: &str,
+    truncated: bool,
+    prompt: Option<&str>,
+    opts: &VerifyOptions,
+) -> Verdict {
+    let o = judge(g, pred, truncated, prompt, opts);
     Verdict {
         matched: o.matched,
         reason: o.reason.into_owned(),
@@ -325,7 +345,13 @@ fn outcome<'g>(
     }
 }
 
-fn judge<'g>(g: &'g Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> Outcome<'g> {
+fn judge<'g>(
+    g: &'g Gold,
+    pred: &str,
+    truncated: bool,
+    prompt: Option<&str>,
+    opts: &VerifyOptions,
+) -> Outcome<'g> {
     use std::borrow::Cow;
     let gv = &g.value;
     let hints = Hints {
@@ -344,6 +370,17 @@ fn judge<'g>(g: &'g Gold, pred: &str, truncated: bool, opts: &VerifyOptions) -> 
     // Alternatives are judged as a collection below; every other hedge voids.
     if let Some(h) = e.hedge.filter(|h| *h != Hedge::Alternatives) {
         return outcome(false, format!("hedge: {}", h.describe()), None);
+    }
+    // The question's own expression is no answer (`\boxed{79+85}` for
+    // "What is 79 + 85?"); only an arithmetic answer pays for the look.
+    if let Some(prompt) = prompt {
+        if e.parts
+            .iter()
+            .any(|p| is_arithmetic(p) && copied_from(prompt, p))
+        {
+            let why = format!("hedge: {}", Hedge::Unevaluated.describe());
+            return outcome(false, why, None);
+        }
     }
     let copts = CompareOptions {
         rel_tol: opts.rel_tol,
@@ -547,6 +584,7 @@ pub fn verify_text(
     gold: Text<'_>,
     pred: Text<'_>,
     truncated: bool,
+    prompt: Option<&str>,
     opts: &VerifyOptions,
 ) -> Verdict {
     let gold = match gold {
@@ -562,7 +600,7 @@ pub fn verify_text(
         Err(Unread::NotUnicode) => return verdict(false, "not valid unicode: gold", None, None),
     };
     let why = match pred {
-        Ok(p) => return verify_cut(gold, p, truncated, opts),
+        Ok(p) => return verify_cut(gold, p, truncated, prompt, opts),
         Err(Unread::TooLong) => "over budget: completion longer than the extraction limit",
         Err(Unread::NotUnicode) => "not valid unicode",
     };
@@ -583,9 +621,15 @@ pub fn verify_text(
 /// [`verify_text`]'s `matched`, without rendering the answers or the
 /// reason (the per-item `grpo_fast.verify` path): an unread side, or a gold
 /// with no usable answer, is a non-match.
-pub fn matches_text(gold: Text<'_>, pred: Text<'_>, truncated: bool, opts: &VerifyOptions) -> bool {
+pub fn matches_text(
+    gold: Text<'_>,
+    pred: Text<'_>,
+    truncated: bool,
+    prompt: Option<&str>,
+    opts: &VerifyOptions,
+) -> bool {
     match (gold, pred) {
-        (Ok(g), Ok(p)) => verify_match(g, p, truncated, opts).unwrap_or(false),
+        (Ok(g), Ok(p)) => verify_match(g, p, truncated, prompt, opts).unwrap_or(false),
         _ => false,
     }
 }

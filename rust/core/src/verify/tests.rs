@@ -86,13 +86,13 @@ fn the_cached_gold_gives_the_uncached_verdict() {
         for round in 0..2 {
             for (gold, pred) in pairs {
                 let fresh = match Gold::new(gold, opts) {
-                    Ok(g) => verify_gold(&g, pred, false, opts),
+                    Ok(g) => verify_gold(&g, pred, false, None, opts),
                     Err(v) => v,
                 };
                 // Twice in a row (a cache hit) and after another gold.
                 assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
                 assert_eq!(verify(gold, pred, opts), fresh, "{gold} / {pred} ({round})");
-                let m = verify_match(gold, pred, false, opts);
+                let m = verify_match(gold, pred, false, None, opts);
                 assert_eq!(m, fresh.gold.as_ref().map(|_| fresh.matched));
             }
         }
@@ -144,9 +144,9 @@ fn a_remembered_answer_gets_the_verdict_of_a_fresh_one() {
             for a in answers {
                 let pred = format!("The answer is $\\boxed{{{a}}}$.");
                 let fresh = Gold::new("\\frac13", opts).expect("a gold");
-                let want = verify_gold(&fresh, &pred, false, opts);
+                let want = verify_gold(&fresh, &pred, false, None, opts);
                 for _ in 0..2 {
-                    let got = verify_gold(&shared, &pred, false, opts);
+                    let got = verify_gold(&shared, &pred, false, None, opts);
                     assert_eq!(got, want, "{a} ({round}, rel_tol {})", opts.rel_tol);
                 }
             }
@@ -154,6 +154,30 @@ fn a_remembered_answer_gets_the_verdict_of_a_fresh_one() {
     }
     // The tolerance matters for these answers, so the options were honoured.
     let pred = "so \\boxed{0.33}";
-    assert!(verify_gold(&shared, pred, false, &loose).matched);
-    assert!(!verify_gold(&shared, pred, false, &tight).matched);
+    assert!(verify_gold(&shared, pred, false, None, &loose).matched);
+    assert!(!verify_gold(&shared, pred, false, None, &tight).matched);
+}
+
+#[test]
+fn an_expression_copied_from_the_prompt_is_no_answer() {
+    let o = VerifyOptions::default();
+    let prompt = Some("What is 79 + 85?");
+    for pred in [
+        "\\boxed{79+85}",
+        "The answer is 79 + 85",
+        "$79 + 85$",
+        "\\boxed{85 \\times 1 + 79}",
+    ] {
+        let paid = verify_cut("164", pred, false, prompt, &o).matched;
+        // `85 \times 1 + 79` is not in the prompt: judged as before.
+        assert_eq!(paid, pred.contains("times"), "{pred}");
+    }
+    for pred in ["\\boxed{164}", "The answer is 164", "\\boxed{85 + 79 + 0}"] {
+        assert!(verify_cut("164", pred, false, prompt, &o).matched, "{pred}");
+    }
+    // Without the prompt an expression pays where it is stated.
+    assert!(verify_cut("164", "\\boxed{79+85}", false, None, &o).matched);
+    let v = verify_cut("164", "\\boxed{85+79}", false, prompt, &o);
+    assert!(!v.matched);
+    assert!(v.reason.contains("not a stated result"), "{}", v.reason);
 }
