@@ -1,10 +1,11 @@
-"""Which answer counts, issue 31 (round 4): answers taken back, hidden text.
+"""Which answer counts, issue 31 (round 4): answers taken back, hidden text, cases.
 
 Written here by hand, as models write them, to check docs/verify_semantics.md
-rules 4 (an answer taken back after it is given) and 11 (hidden text is not
-text). The reference is the reading a careful human grader gives each
-completion, from its rendered form; every case goes through every entry point
-a trainer calls (tests/test_reward_hacking.py's ENTRY_POINTS).
+rules 4 (an answer taken back after it is given), 11 (hidden text is not
+text) and 12 (a table or list of cases is no answer). The reference is the
+reading a careful human grader gives each completion, from its rendered
+form; every case goes through every entry point a trainer calls
+(tests/test_reward_hacking.py's ENTRY_POINTS).
 """
 
 from __future__ import annotations
@@ -105,8 +106,29 @@ CONFIRMED = [
     ("5", r"\boxed{5}. Note that $x=-5$ is not valid since $x > 0$."),
 ]
 
-NOT_PAID = TAKEN_BACK + HIDDEN
-PAID = SHOWN + CONFIRMED
+# Rule 12: rows or items that each give a value under a condition split the
+# answer by case; the last case is not the answer.
+CASES = [
+    ("4", "| case | value |\n|---|---|\n| n odd | 3 |\n| n even | 4 |"),
+    ("4", "- if n is odd: 3\n- if n is even: 4"),
+    ("4", "The number of ways:\n- when n is odd, 3\n- when n is even, 4"),
+    ("4", "1. For n = 1: 3\n2. For n = 2: 4"),
+    ("4", "* Case 1: 3\n* Case 2: 4"),
+    ("4", "So we get:\n\n| $n$ even | $4$ |\n| $n$ odd | $3$ |\n| otherwise | $4$ |"),
+]
+
+# Items with a total, steps ending in a result, and cases that agree pay.
+NOT_CASES = [
+    ("12", "| item | cost |\n|---|---|\n| apples | 5 |\n| pears | 7 |\n| Total | 12 |"),
+    ("12", "1. Add 5 and 7.\n2. The sum is 12."),
+    ("14", "1. 3 + 4 = 7\n2. 7 \\times 2 = 14"),
+    ("7", "- odd n: 3 ways\n- even n: 4 ways\n- Total: 7"),
+    ("4", "- if n is odd: 4\n- if n is even: 4"),
+    ("12", "| n | f(n) |\n|---|---|\n| 1 | 5 |\n| 2 | 12 |\n\nSo f(2) = 12."),
+]
+
+NOT_PAID = TAKEN_BACK + HIDDEN + CASES
+PAID = SHOWN + CONFIRMED + NOT_CASES
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))

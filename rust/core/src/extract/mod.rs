@@ -18,6 +18,7 @@
 use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
 mod boxes;
+mod cases;
 mod clause;
 mod fallback;
 mod hedges;
@@ -210,6 +211,9 @@ pub enum Hedge {
     /// operand expression mid-sentence with prose after it (`To add 79 + 85,
     /// you add them.`), or one copied from the prompt.
     Unevaluated,
+    /// The last value of a table or list of cases (`| n odd | 3 |` then `|
+    /// n even | 4 |`): one case of several, not the answer.
+    Cases,
 }
 
 impl Hedge {
@@ -222,6 +226,7 @@ impl Hedge {
             Hedge::Unfinished => "an answer that breaks off",
             Hedge::Proposed => "another answer offered after the final one, or too many offered",
             Hedge::Unevaluated => "an expression of the question, not a stated result",
+            Hedge::Cases => "one case of a table or list of cases, not an answer",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! What the rules read of one text, and the rules in priority order.
 
+use super::cases::ends_case_split;
 use super::clause::{clause_before, expression_around, sentence_around};
 use super::fallback::{
     last_bold, last_choice, last_math_span, last_number, looks_like_an_answer, tail_start,
@@ -261,6 +262,10 @@ impl<'a> Scan<'a> {
                 }
             }
             Prose::Plain | Prose::Upto(_) => {}
+        }
+        // `| n odd | 3 |` then `| n even | 4 |`: one case of several.
+        if e.hedge.is_none() && ends_case_split(self.text, start, part) {
+            e.hedge = Some(Hedge::Cases);
         }
         // An operand expression with prose after it restates the question.
         if e.hedge.is_none()

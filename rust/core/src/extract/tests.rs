@@ -790,3 +790,27 @@ fn an_answer_taken_back_after_it_is_given_is_a_hedge() {
     );
     assert_eq!(denied("\\boxed{16}. 16 is right."), vec![]);
 }
+
+#[test]
+fn the_last_row_of_a_table_or_list_of_cases_is_no_answer() {
+    let hedge = |t: &str| extract_answer(t, &ExtractOptions::default()).and_then(|e| e.hedge);
+    for t in [
+        "| n odd | 3 |\n|---|---|\n| n even | 4 |",
+        "| case | value |\n|---|---|\n| n odd | 3 |\n| n even | 4 |",
+        "- if n is odd: 3\n- if n is even: 4",
+        "1. For n = 1: 3\n2. For n = 2: 4",
+    ] {
+        assert_eq!(hedge(t), Some(Hedge::Cases), "{t}");
+    }
+    for t in [
+        "| apples | 5 |\n| pears | 7 |\n| Total | 12 |",
+        "1. Add 5 and 7.\n2. The sum is 12.",
+        "- odd n: 3 ways\n- even n: 4 ways\n- Total: 7",
+        "- if n is odd: 4\n- if n is even: 4",
+        "if n is odd: 3\nif n is even: 4 and so the answer is 4",
+        "1. 3 + 4 = 7\n2. 7 \\times 2 = 14",
+        "- x = 5\n- y = 7\n- x + y = 12",
+    ] {
+        assert_eq!(hedge(t), None, "{t}");
+    }
+}
