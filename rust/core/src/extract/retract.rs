@@ -129,7 +129,12 @@ pub(super) fn retraction(coda: &str) -> Retraction {
                     neg = false;
                 } else if class == Class::Right {
                     let noun = is(&["answer", "solution", "result"]);
-                    if neg && !neg_spent {
+                    // `no solution` / `no answer` is a statement (there is none), not a
+                    // verdict on the answer.
+                    let determiner = noun && prev.is_some_and(|p| p.eq_ignore_ascii_case("no"));
+                    if determiner {
+                        neg = false;
+                    } else if neg && !neg_spent {
                         match subject {
                             Some(s) => deny(&mut r, s),
                             None if !other => r.retracted = true,

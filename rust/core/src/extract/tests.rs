@@ -814,3 +814,22 @@ fn the_last_row_of_a_table_or_list_of_cases_is_no_answer() {
         assert_eq!(hedge(t), None, "{t}");
     }
 }
+
+#[test]
+fn no_solution_is_an_answer_not_a_retraction() {
+    // `no` before `solution` / `answer` is a determiner: the answer is that there is none.
+    for text in [
+        "The answer is No solution",
+        "The answer is \\text{No solution}",
+        "Answer: no solution.",
+    ] {
+        let e = extract_answer(text, &ExtractOptions::default()).expect(text);
+        assert!(e.hedge.is_none(), "{text}: {:?}", e.hedge);
+    }
+    // A verdict after an answer still takes it back.
+    let e = extract_answer(
+        "The answer is 16. No, that's not right.",
+        &ExtractOptions::default(),
+    );
+    assert!(e.is_none_or(|e| e.hedge.is_some()));
+}
