@@ -21,6 +21,7 @@ mod boxes;
 mod cases;
 mod clause;
 mod fallback;
+mod foreign;
 mod hedges;
 mod hidden;
 mod markers;
@@ -335,7 +336,7 @@ pub fn visible<'a>(text: &'a str, opts: &ExtractOptions) -> Result<Visible<'a>, 
     let region = answer_region(text, opts)?;
     Ok(Visible {
         region,
-        text: hidden::shown(region),
+        text: foreign::fold(hidden::shown(region)),
     })
 }
 
