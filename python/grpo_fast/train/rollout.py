@@ -115,6 +115,11 @@ def _round(
     rows = [t.train_rows[i] for i in idx for _ in range(G)]
     t0 = time.perf_counter()
     comp = _sample(t, idx, G, t.params)
+    if comp.episodes is not None and comp.episodes.environments is not None:
+        # TRL gives reward functions each rollout's environment (``environments=``).
+        rows = [
+            {**r, "environments": e} for r, e in zip(rows, comp.episodes.environments, strict=True)
+        ]
     inputs = _estimator_inputs(t, idx, comp)
     t1 = time.perf_counter()
     # A completion cut off at the token limit is paid only through an answer
@@ -154,9 +159,13 @@ def _round(
 
 
 def _sample(t: Parts, idx: np.ndarray, n: int, params: SamplingParams) -> Completions:
+    # Environments reset from each prompt's dataset row (grpo_fast.tools).
+    extra = (
+        {"rows": [t.train_rows[i] for i in idx]} if getattr(t.sampler, "wants_rows", False) else {}
+    )
     with t.precision.autocast():
         comp: Completions = t.policy.with_full_weights(
-            t.sampler.sample, [t.train_prompts[i] for i in idx], n, params
+            t.sampler.sample, [t.train_prompts[i] for i in idx], n, params, **extra
         )
     return comp
 
