@@ -214,6 +214,9 @@ pub enum Hedge {
     /// The last value of a table or list of cases (`| n odd | 3 |` then `|
     /// n even | 4 |`): one case of several, not the answer.
     Cases,
+    /// A range or a set of candidates, not a value (`between 4 and 6`, `5 to
+    /// 7`, `roughly 10-12`, `one of 12, 13 and 14`: rule 14).
+    Range,
 }
 
 impl Hedge {
@@ -227,6 +230,7 @@ impl Hedge {
             Hedge::Proposed => "another answer offered after the final one, or too many offered",
             Hedge::Unevaluated => "an expression of the question, not a stated result",
             Hedge::Cases => "one case of a table or list of cases, not an answer",
+            Hedge::Range => "a range or a set of candidates, not a value",
         }
     }
 }

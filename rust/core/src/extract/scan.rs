@@ -90,7 +90,7 @@ impl<'a> Scan<'a> {
                 };
                 (bare && looks_like_an_answer(t)).then(|| {
                     let mut e = one(t);
-                    let (hedge, offers) = hedge_of(t);
+                    let (hedge, offers) = hedge_of(t, true);
                     e.hedge = hedge;
                     e.offers = offers;
                     e
@@ -105,7 +105,7 @@ impl<'a> Scan<'a> {
         let (start, end, close) = self.markers().last_tag?;
         let part = self.text[start..end].trim();
         let mut e = Extracted::new(vec![part], Rule::AnswerTag);
-        let (hedge, offers) = hedge_of(part);
+        let (hedge, offers) = hedge_of(part, false);
         e.hedge = hedge;
         e.offers = offers;
         self.read_coda(&mut e, close);
@@ -177,6 +177,7 @@ impl<'a> Scan<'a> {
             Prose::Negated => return Some(hedged(e, Hedge::Negated)),
             Prose::Qualified => return Some(hedged(e, Hedge::Qualified)),
             Prose::Unfinished => return Some(hedged(e, Hedge::Unfinished)),
+            Prose::Range => return Some(hedged(e, Hedge::Range)),
             // A `$…$` span opened the value: it is the answer.
             Prose::Plain if is_span => return Some(e),
             Prose::Plain => v.len(),
@@ -254,6 +255,7 @@ impl<'a> Scan<'a> {
             Prose::Negated => e.hedge = Some(Hedge::Negated),
             Prose::Qualified => e.hedge = Some(Hedge::Qualified),
             Prose::Unfinished => e.hedge = Some(Hedge::Unfinished),
+            Prose::Range => e.hedge = Some(Hedge::Range),
             Prose::Upto(upto) if s + upto < end => {
                 // The value itself is negated, qualified or a restatement.
                 match last_plain_value(&sentence[..upto]) {

@@ -833,3 +833,45 @@ fn no_solution_is_an_answer_not_a_retraction() {
     );
     assert!(e.is_none_or(|e| e.hedge.is_some()));
 }
+
+#[test]
+fn a_range_or_a_set_of_candidates_is_no_value() {
+    // Rule 14: every end of a range is voided, the last one included.
+    fn got(t: &str) -> Option<(Vec<&str>, Option<Hedge>)> {
+        extract_answer(t, &ExtractOptions::default()).map(|e| (e.parts, e.hedge))
+    }
+    for t in [
+        "The answer is between 4 and 6.",
+        "The value lies in the range 7 to 9.",
+        "Answer: from 7 to 9",
+        "The answer is one of 12, 13 and 14.",
+        "The answer is 5 to 7.",
+        "The answer is 5 through 7.",
+        "The answer is 5\u{2013}7.",
+        "The answer is roughly 10-12.",
+        "So there are between 5 and 7 apples.",
+        "It takes 5-7 days.",
+        "It takes 5 \u{2014} 7 days.",
+        "\\boxed{5 \\text{ to } 7}",
+        "\\boxed{\\text{between 5 and 7}}",
+        "<answer>from 5 to 7</answer>",
+    ] {
+        assert_eq!(got(t).and_then(|e| e.1), Some(Hedge::Range), "{t}");
+    }
+    // A stated value beside a range, a change, a subtraction and a lone
+    // `between` are no range.
+    for (t, want) in [
+        ("The answer is 5 (between 4 and 6 as expected).", "5"),
+        ("x = 5, between the two roots", "x = 5"),
+        ("We check that 12 lies between 10 and 15.", "12"),
+        ("So we round 4.6 to 5.", "5"),
+        ("The temperature rose from 5 to 7.", "7"),
+        ("The sum of the integers from 1 to 10 is 55.", "55"),
+        ("So we get 10-6 = 4", "10-6 = 4"),
+        ("Thus one of the roots is 3.", "3"),
+        ("\\boxed{10 \u{2013} 3}", "10 \u{2013} 3"),
+    ] {
+        let (parts, hedge) = got(t).expect(t);
+        assert_eq!((parts, hedge), (vec![want], None), "{t}");
+    }
+}
