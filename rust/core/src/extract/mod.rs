@@ -24,6 +24,7 @@ mod fallback;
 mod hedges;
 mod hidden;
 mod markers;
+mod quantity;
 mod region;
 mod retract;
 mod scan;
@@ -33,6 +34,7 @@ mod tests;
 mod tokens;
 mod words;
 
+pub use quantity::Quantity;
 use region::strip_special_tokens;
 pub use region::{answer_region, UNCLOSED_THINK};
 use scan::Scan;
@@ -178,6 +180,9 @@ pub struct Extracted<'a> {
     /// verifier compares them): alternatives, restatements and proposals
     /// after the final answer.
     pub offers: Vec<Offer<'a>>,
+    /// The answer is a compound quantity (`7 hours 30 minutes`, rule 15):
+    /// its value in its first and its last unit, the only values it answers.
+    pub quantity: Option<Quantity>,
 }
 
 impl<'a> Extracted<'a> {
@@ -187,6 +192,7 @@ impl<'a> Extracted<'a> {
             rule,
             hedge: None,
             offers: Vec::new(),
+            quantity: None,
         }
     }
 }
@@ -358,7 +364,7 @@ pub fn find_visible<'s>(
             continue;
         }
         if let Some(e) = scan.apply(rule, opts)? {
-            return Ok(e);
+            return Ok(with_quantity(e, &shown.text));
         }
     }
     Err(if hints.truncated {
@@ -366,6 +372,40 @@ pub fn find_visible<'s>(
     } else {
         NO_ANSWER
     })
+}
+
+/// The value in its first unit of a text that is only a compound quantity
+/// (`7 hours 30 minutes`, `$3 \\text{ m } 20 \\text{ cm}$.`), if it is one.
+pub fn whole_quantity(text: &str) -> Option<(i128, i128)> {
+    let t = text.trim().trim_end_matches('.').trim_matches('$').trim();
+    let at = t.as_ptr() as usize - text.as_ptr() as usize;
+    if !t.bytes().next()?.is_ascii_digit() {
+        return None;
+    }
+    let (s, e, q) = quantity::compound_around(text, at, at + 1)?;
+    (s == at && e == at + t.len())
+        .then_some(q.in_first)
+        .flatten()
+}
+
+/// An answer that is part of a compound quantity (`The answer is 7 hours
+/// 30 minutes` found 30) is the whole quantity (rule 15).
+fn with_quantity<'s>(mut e: Extracted<'s>, text: &'s str) -> Extracted<'s> {
+    if e.hedge.is_some() || e.parts.len() != 1 {
+        return e;
+    }
+    let p = e.parts[0];
+    let Some(at) = (p.as_ptr() as usize)
+        .checked_sub(text.as_ptr() as usize)
+        .filter(|at| at + p.len() <= text.len())
+    else {
+        return e;
+    };
+    if let Some((s, t, q)) = quantity::compound_around(text, at, at + p.len()) {
+        e.parts = vec![&text[s..t]];
+        e.quantity = Some(q);
+    }
+    e
 }
 
 /// An answer found in `shown` as the same slices of `region` (see
@@ -396,6 +436,7 @@ fn rebase<'a>(e: Extracted<'_>, shown: &str, region: &'a str) -> Option<Extracte
         rule: e.rule,
         hedge: e.hedge,
         offers,
+        quantity: e.quantity,
     })
 }
 

@@ -385,7 +385,11 @@ fn a_value_with_its_unit_is_a_bare_answer() {
     assert_eq!(one("3\\sqrt2 inches"), ("3\\sqrt2 inches", Rule::Bare));
     // Prose is not: a word that is no unit, or a unit before more words.
     assert_eq!(one("2\\pi apples"), ("2\\pi", Rule::LastNumber));
-    assert_eq!(one("5 dollars and 3 cents"), ("3", Rule::LastNumber));
+    // A compound quantity is one answer (rule 15), never its last number.
+    assert_eq!(
+        one("5 dollars and 3 cents"),
+        ("5 dollars and 3 cents", Rule::LastNumber)
+    );
     assert_eq!(ans("cm"), Some((vec!["cm"], Rule::Bare)));
 }
 
@@ -874,4 +878,47 @@ fn a_range_or_a_set_of_candidates_is_no_value() {
         let (parts, hedge) = got(t).expect(t);
         assert_eq!((parts, hedge), (vec![want], None), "{t}");
     }
+}
+
+#[test]
+fn a_compound_quantity_is_one_answer() {
+    // Rule 15: the answer is the whole quantity, never its last number.
+    for (t, want, first, last) in [
+        (
+            "The answer is 7 hours 30 minutes.",
+            "7 hours 30 minutes",
+            (15, 2),
+            (450, 1),
+        ),
+        ("It is 2 feet 6 inches.", "2 feet 6 inches", (5, 2), (30, 1)),
+        ("\\boxed{3 m 20 cm}", "3 m 20 cm", (16, 5), (320, 1)),
+        ("It takes 1 h 15 min.", "1 h 15 min", (5, 4), (75, 1)),
+        ("#### 5 lb 3 oz", "5 lb 3 oz", (83, 16), (83, 1)),
+        (
+            "So 2 years and 3 months.",
+            "2 years and 3 months",
+            (9, 4),
+            (27, 1),
+        ),
+    ] {
+        let e = extract_answer(t, &ExtractOptions::default()).expect(t);
+        assert_eq!(e.parts, vec![want], "{t}");
+        let q = e.quantity.expect(t);
+        assert_eq!((q.in_first, q.in_last), (Some(first), Some(last)), "{t}");
+    }
+    // One unit, or a compound that is not the answer: a value as before.
+    for (t, want) in [
+        ("The answer is 30 minutes.", "30 minutes"),
+        (
+            "He walked 2 hours and 30 minutes, so he covered 10 km.",
+            "10",
+        ),
+        ("It takes 7 hours and \\boxed{30} minutes.", "30"),
+    ] {
+        let e = extract_answer(t, &ExtractOptions::default()).expect(t);
+        assert_eq!((e.parts, e.quantity), (vec![want], None), "{t}");
+    }
+    assert_eq!(whole_quantity("7 hours 30 minutes"), Some((15, 2)));
+    assert_eq!(whole_quantity("about 7 hours 30 minutes"), None);
+    assert_eq!(whole_quantity("7 hours"), None);
 }
