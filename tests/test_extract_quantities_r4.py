@@ -44,6 +44,12 @@ NOT_PAID = [
     # Another value of the quantity's unit is another value.
     ("8", "The answer is 7 hours 30 minutes."),
     ("7.3", "The answer is 7 hours 30 minutes."),
+    ("2", "It is 3 gallons 2 quarts."),
+    ("15", "The angle is 30 degrees 15 minutes."),
+    ("15", "The angle is 30\u00b0 15'."),
+    ("6", "It is 2 ft. 6 in."),
+    ("3", "It is 1 lb. 3 oz."),
+    ("25", "It costs $5 and 25 cents."),
 ]
 
 # The quantity in its first or its last unit; one unit alone; a compound
@@ -68,6 +74,12 @@ PAID = [
     ("30", "The answer is 30 minutes."),
     ("7", "The answer is 7 hours."),
     ("30", r"It takes 7 hours and \boxed{30} minutes."),
+    ("14", "It is 3 gallons 2 quarts."),
+    ("30.25", "The angle is 30 degrees 15 minutes."),
+    ("30", "It is 2 ft. 6 in."),
+    ("19", "It is 1 lb. 3 oz."),
+    ("5.25", "It costs $5 and 25 cents."),
+    ("450", r"The answer is $7 \text{ hours } 30 \text{ minutes}$."),
 ]
 
 

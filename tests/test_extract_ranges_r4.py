@@ -55,6 +55,12 @@ RANGES = [
     ("7", "#### 5-7 apples"),
     ("7", "<answer>between 5 and 7</answer>"),
     ("10", "The answer is anywhere from 8 to 10 cookies."),
+    ("14", "The answer is any of 12, 13, 14."),
+    ("6", "The answer is within [4, 6]."),
+    ("6", "Answer: x in [4, 6]"),
+    ("12", "The answer is roughly 10-12%."),
+    ("7", "The answer is from 7 up to 9."),
+    ("9", "After adding the numbers, we see it is from 7 to 9."),
 ]
 
 # No range: a value stated beside one, a change, a conversion, a subtraction,

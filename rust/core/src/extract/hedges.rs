@@ -92,6 +92,8 @@ enum Range {
 enum Join {
     And,
     To,
+    /// `within [4, 6]`: the two ends written next to each other.
+    Pair,
 }
 
 /// Words after which `from A to B` and `A to B` are a change or a
@@ -204,8 +206,11 @@ struct Reader {
     /// A value was an end of a range or a candidate of a set (rule 14).
     any_range: bool,
     range: Range,
-    /// A verb of change or conversion in this sentence (see [`CHANGES`]).
-    change: bool,
+    /// Words left during which a verb of change or conversion (see
+    /// [`CHANGES`]) makes `from A to B` and `A to B` no range.
+    change: u8,
+    /// The last word was `any` (`any of 12, 13 and 14`).
+    any: bool,
     /// The start of the last value when it is the word `one` (`one of ...`).
     one: Option<usize>,
     /// A range completed by the value being read: its first end's start.
@@ -241,7 +246,8 @@ impl Reader {
             runs: Vec::new(),
             any_range: false,
             range: Range::None,
-            change: false,
+            change: 0,
+            any: false,
             one: None,
             pending_range: None,
         }
@@ -257,10 +263,14 @@ impl Reader {
                 Range::None
             }
             Range::OneOf(from, n, words) if n == 0 || joined => {
-                Range::OneOf(from, n.saturating_add(1), words)
+                Range::OneOf(from.min(start), n.saturating_add(1), words)
             }
             Range::OneOf(..) => {
                 self.close_one_of();
+                Range::None
+            }
+            Range::First(Join::Pair, from) if self.since == Since::Nothing => {
+                self.pending_range = Some(from);
                 Range::None
             }
             Range::First(..) | Range::None => Range::None,
@@ -272,12 +282,21 @@ impl Reader {
     fn range_word(&mut self, w: &str) {
         let is = |s: &str| w.eq_ignore_ascii_case(s);
         let to = is("to") || is("through") || is("thru");
-        if CHANGES.iter().any(|c| is(c)) {
-            self.change = true;
-        }
+        // `rose from 5 to 7`, `round 4.6 to 5`: a change within two words before.
+        let change = self.change > 0;
+        self.change = if CHANGES.iter().any(|c| is(c)) {
+            3
+        } else {
+            self.change.saturating_sub(1)
+        };
+        let any = std::mem::replace(&mut self.any, is("any"));
         self.range = match self.range {
             Range::First(Join::And, from) if is("and") => Range::Joined(from),
             Range::First(Join::To, from) if to => Range::Joined(from),
+            // `from 7 up to 9`, `from 7 all the way to 9`.
+            Range::First(Join::To, from) if is("up") || is("all") || is("the") || is("way") => {
+                Range::First(Join::To, from)
+            }
             Range::Opened(join, n) if n > 0 => Range::Opened(join, n - 1),
             Range::OneOf(from, 0, n) if n > 0 => Range::OneOf(from, 0, n - 1),
             Range::OneOf(from, k, n) if k > 0 && (is("and") || is("or")) => {
@@ -288,9 +307,9 @@ impl Reader {
                 Range::None
             }
             Range::None if is("between") => Range::Opened(Join::And, 2),
-            Range::None if is("from") && !self.change => Range::Opened(Join::To, 2),
+            Range::None if is("from") && !change => Range::Opened(Join::To, 2),
             // `5 to 7`, right after the value.
-            Range::None if to && !self.change && self.since == Since::Nothing => match self.last {
+            Range::None if to && !change && self.since == Since::Nothing => match self.last {
                 Some(((s, _), ..)) if self.one.is_none() => Range::Joined(s),
                 _ => Range::None,
             },
@@ -298,6 +317,8 @@ impl Reader {
                 Some(s) => Range::OneOf(s, 0, 2),
                 None => Range::None,
             },
+            // `any of 12, 13 and 14`: the candidates start after `of`.
+            Range::None if is("of") && any => Range::OneOf(usize::MAX, 0, 2),
             _ => Range::None,
         };
     }
@@ -306,7 +327,15 @@ impl Reader {
     fn range_stop(&mut self) {
         self.close_one_of();
         self.range = Range::None;
-        self.change = false;
+        self.change = 0;
+    }
+
+    /// `within [4, 6]`, `in (4, 6)`: a word before a bracket opens a range
+    /// of the two values inside.
+    fn open_pair(&mut self) {
+        if self.range == Range::None {
+            self.range = Range::Opened(Join::Pair, 0);
+        }
     }
 
     /// `one of A, B and C` with two candidates or more is a set of candidates.
@@ -699,9 +728,17 @@ fn read(v: &str, in_reasoning: bool, math: bool) -> Reading<'_> {
                     r.since = Since::Other;
                 }
             }
-            Tok::Word(w, _) => {
+            Tok::Word(w, (_, end)) => {
                 r.word(w);
                 approx = APPROX.iter().any(|a| w.eq_ignore_ascii_case(a));
+                let bracket = v[end..].trim_start().starts_with(['[', '(']);
+                if bracket
+                    && ["within", "in", "interval"]
+                        .iter()
+                        .any(|a| w.eq_ignore_ascii_case(a))
+                {
+                    r.open_pair();
+                }
             }
             Tok::Ellipsis(_) => {
                 if r.after_value() && !r.stopped {
@@ -746,6 +783,7 @@ fn read(v: &str, in_reasoning: bool, math: bool) -> Reading<'_> {
 /// math is never read this way.
 fn dash_range(v: &str, (ps, pe): Span, (s, e): Span, approx: bool) -> bool {
     let number = |t: &str| {
+        let t = t.strip_suffix('%').unwrap_or(t);
         !t.is_empty()
             && t.bytes()
                 .all(|c| c.is_ascii_digit() || c == b'.' || c == b',')

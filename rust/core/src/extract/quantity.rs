@@ -28,6 +28,8 @@ enum Kind {
     MetricMass,
     Money,
     Volume,
+    UsVolume,
+    Angle,
 }
 
 /// Units: spellings (compared without case, except `m`/`M` that are not
@@ -95,6 +97,35 @@ const UNITS: &[(&[&str], Kind, i128)] = &[
     ),
     (&["cent", "cents", "\u{a2}"], Kind::Money, 1),
     (&["dollar", "dollars"], Kind::Money, 100),
+    (&["cup", "cups"], Kind::UsVolume, 1),
+    (&["pt", "pint", "pints"], Kind::UsVolume, 2),
+    (&["qt", "quart", "quarts"], Kind::UsVolume, 4),
+    (&["gal", "gallon", "gallons"], Kind::UsVolume, 16),
+    (
+        &[
+            "arcsecond",
+            "arcseconds",
+            "second",
+            "seconds",
+            "\"",
+            "\u{2033}",
+        ],
+        Kind::Angle,
+        1,
+    ),
+    (
+        &[
+            "arcminute",
+            "arcminutes",
+            "minute",
+            "minutes",
+            "'",
+            "\u{2032}",
+        ],
+        Kind::Angle,
+        60,
+    ),
+    (&["deg", "degree", "degrees", "\u{b0}"], Kind::Angle, 3_600),
     (
         &[
             "ml",
@@ -275,7 +306,20 @@ fn part_at(text: &str, i: usize, to: usize) -> Option<Part> {
         .flatten()
         .map(|n| (n, decimals));
     let (u, opens) = skip_markup(text, k, to);
-    let (units, mut end) = unit_at(text, u, to)?;
+    let Some((units, mut end)) = unit_at(text, u, to) else {
+        // `$5 and 25 cents`: a dollar sign before a number with no unit
+        // after it is its unit (`$5$` is math).
+        let dollar = i > 0 && b[i - 1] == b'$' && !b[k..].starts_with(b"$");
+        return dollar.then_some(Part {
+            number,
+            units: vec![(Kind::Money, 100)],
+            end: k,
+        });
+    };
+    // `2 ft. 6 in.`: an abbreviation's dot.
+    if end - u <= 3 && text[end..to].starts_with(". ") {
+        end += 1;
+    }
     // `\text{ hours }`: the braces opened before the unit close after it.
     for _ in 0..opens {
         let rest = &text[end..to];
@@ -327,6 +371,12 @@ fn skip_markup(text: &str, mut k: usize, to: usize) -> (usize, usize) {
 fn unit_at(text: &str, k: usize, to: usize) -> Option<(Vec<(Kind, i128)>, usize)> {
     let rest = &text[k..to];
     let c = rest.chars().next()?;
+    if let Some(p) = ["^{\\circ}", "^\\circ"]
+        .iter()
+        .find(|p| rest.starts_with(**p))
+    {
+        return Some((vec![(Kind::Angle, 3_600)], k + p.len()));
+    }
     let len = if c.is_ascii_alphabetic() {
         rest.bytes().take_while(u8::is_ascii_alphabetic).count()
     } else {

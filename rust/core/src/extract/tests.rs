@@ -859,6 +859,9 @@ fn a_range_or_a_set_of_candidates_is_no_value() {
         "\\boxed{5 \\text{ to } 7}",
         "\\boxed{\\text{between 5 and 7}}",
         "<answer>from 5 to 7</answer>",
+        "The answer is any of 12, 13, 14.",
+        "The answer is within [4, 6].",
+        "The answer is roughly 10-12%.",
     ] {
         assert_eq!(got(t).and_then(|e| e.1), Some(Hedge::Range), "{t}");
     }
@@ -894,6 +897,20 @@ fn a_compound_quantity_is_one_answer() {
         ("\\boxed{3 m 20 cm}", "3 m 20 cm", (16, 5), (320, 1)),
         ("It takes 1 h 15 min.", "1 h 15 min", (5, 4), (75, 1)),
         ("#### 5 lb 3 oz", "5 lb 3 oz", (83, 16), (83, 1)),
+        (
+            "It is 3 gallons 2 quarts.",
+            "3 gallons 2 quarts",
+            (7, 2),
+            (14, 1),
+        ),
+        ("It is 30\u{b0} 15'.", "30\u{b0} 15'", (121, 4), (1815, 1)),
+        ("It is 2 ft. 6 in.", "2 ft. 6 in", (5, 2), (30, 1)),
+        (
+            "It costs $5 and 25 cents.",
+            "5 and 25 cents",
+            (21, 4),
+            (525, 1),
+        ),
         (
             "So 2 years and 3 months.",
             "2 years and 3 months",
