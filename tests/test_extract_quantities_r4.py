@@ -50,6 +50,11 @@ NOT_PAID = [
     ("6", "It is 2 ft. 6 in."),
     ("3", "It is 1 lb. 3 oz."),
     ("25", "It costs $5 and 25 cents."),
+    ("30", "It took seven hours and 30 minutes."),
+    ("30", "The answer is seven hours and thirty minutes."),
+    ("30", "The answer is 7 hours 30."),
+    ("6", "She is 5 feet 6."),
+    ("6", "She is 5'6."),
 ]
 
 # The quantity in its first or its last unit; one unit alone; a compound
@@ -80,6 +85,11 @@ PAID = [
     ("19", "It is 1 lb. 3 oz."),
     ("5.25", "It costs $5 and 25 cents."),
     ("450", r"The answer is $7 \text{ hours } 30 \text{ minutes}$."),
+    ("450", "It took seven hours and 30 minutes."),
+    ("7.5", "The answer is seven hours and thirty minutes."),
+    ("66", "She is 5 feet 6."),
+    # A number after a comma is no part of the quantity.
+    ("5", "He worked 8 hours, 5."),
 ]
 
 

@@ -776,7 +776,8 @@ fn read(v: &str, in_reasoning: bool, math: bool) -> Reading<'_> {
 }
 
 /// Whether two numbers read one after the other are a range written with a
-/// dash (rule 14): an en or em dash between them in prose (`5–7`, `5 — 7`),
+/// dash (rule 14): an en or em dash or a tilde between them in prose (`5–7`,
+/// `5 — 7`, `5~7`, `$5$–$7$`),
 /// or a hyphen with no spaces (`10-12`) after an approximation or range word
 /// (`roughly 10-12`, `pages 4-6`) or before a word (`5-7 days`). A hyphen
 /// alone is a subtraction (`10-6`, `10-6 = 4`), and `$…$` is one value, so
@@ -784,6 +785,11 @@ fn read(v: &str, in_reasoning: bool, math: bool) -> Reading<'_> {
 fn dash_range(v: &str, (ps, pe): Span, (s, e): Span, approx: bool) -> bool {
     let number = |t: &str| {
         let t = t.strip_suffix('%').unwrap_or(t);
+        // `$5$–$7$`: each end in its own math span.
+        let t = t
+            .strip_prefix('$')
+            .and_then(|t| t.strip_suffix('$'))
+            .unwrap_or(t);
         !t.is_empty()
             && t.bytes()
                 .all(|c| c.is_ascii_digit() || c == b'.' || c == b',')
@@ -810,7 +816,7 @@ fn dash_range(v: &str, (ps, pe): Span, (s, e): Span, approx: bool) -> bool {
         return approx || word_after;
     }
     let gap = v[pe..s].trim();
-    number(b) && matches!(gap, "\u{2013}" | "\u{2014}") && !rest.starts_with('=')
+    number(b) && matches!(gap, "\u{2013}" | "\u{2014}" | "~") && !rest.starts_with('=')
 }
 
 /// Whether one extracted part hedges, and its offers. `math`: the part is a

@@ -172,9 +172,10 @@ pub(super) fn compound_around(
     let mut i = from;
     while i < to {
         // Not inside a number or a name (`x2`, `1.5`, `1,000`).
-        let starts_number = b[i].is_ascii_digit()
-            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'.' | b',')));
-        if !starts_number {
+        let after =
+            i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'.' | b','));
+        let word = b[i].is_ascii_alphabetic();
+        if !after || !(b[i].is_ascii_digit() || word) {
             i += 1;
             continue;
         }
@@ -185,10 +186,13 @@ pub(super) fn compound_around(
                 }
                 i = e;
             }
+            // Past the number or the word.
             None => {
-                while i < to && (b[i].is_ascii_digit() || b[i] == b'.') {
+                let k = i;
+                while i < to && (b[i].is_ascii_alphanumeric() || (b[i] == b'.' && !word)) {
                     i += 1;
                 }
+                i = i.max(k + 1);
             }
         }
     }
@@ -201,41 +205,59 @@ struct Part {
     number: Option<(i128, u32)>,
     units: Vec<(Kind, i128)>,
     end: usize,
+    /// The unit is a dollar sign before the number (`$5`), which may also
+    /// open math: only a part with its own unit may follow it.
+    sign: bool,
 }
 
 /// The compound quantity starting at the number at `i`, ending before `to`.
 fn compound_at(text: &str, i: usize, to: usize) -> Option<(usize, Quantity)> {
     let first = part_at(text, i, to)?;
-    let mut kinds = first.units.clone();
-    let mut parts = vec![first.number];
+    let sign = first.sign;
     let mut end = first.end;
-    let mut last_size: Vec<(Kind, i128)> = first.units;
-    while let Some(next) = joiner_end(text, end, to).and_then(|k| part_at(text, k, to)) {
-        // Keep the kinds the next unit continues, smaller than before.
+    let mut parts = vec![(first.number, first.units)];
+    while parts.len() <= 8 {
+        let last = &parts[parts.len() - 1].1;
+        let Some(k) = joiner_end(text, end, to) else {
+            break;
+        };
+        let next = match part_at(text, k, to) {
+            Some(next) => next,
+            // `7 hours 30`, `5 feet 6`: the unit below the last is meant.
+            None if parts.len() == 1 && !sign && !text[end..k].contains(',') => {
+                match implied(text, k, to, last) {
+                    Some(next) => next,
+                    None => break,
+                }
+            }
+            None => break,
+        };
+        // The kinds the next unit continues, smaller than before.
         let fits: Vec<(Kind, i128)> = next
             .units
             .iter()
             .copied()
-            .filter(|&(k, s)| last_size.iter().any(|&(lk, ls)| lk == k && s < ls))
+            .filter(|&(k, s)| last.iter().any(|&(lk, ls)| lk == k && s < ls))
             .collect();
         if fits.is_empty() {
             break;
         }
-        kinds.retain(|&(k, _)| fits.iter().any(|&(fk, _)| fk == k));
-        last_size = fits;
-        parts.push(next.number);
+        parts.push((next.number, fits));
         end = next.end;
-        if parts.len() > 8 {
-            break;
-        }
     }
     if parts.len() < 2 {
         return None;
     }
-    // One kind decides every unit's size: read them again in that kind.
-    let kind = kinds.first()?.0;
-    let sizes = sizes_in(text, i, end, to, kind)?;
-    let numbers: Option<Vec<(i128, u32)>> = parts.into_iter().collect();
+    // The kind every unit is read in: one the last unit continues (`m`
+    // after `h` is minutes).
+    let kind = parts[parts.len() - 1].1.first()?.0;
+    let mut numbers = Vec::new();
+    let mut sizes = Vec::new();
+    for (number, units) in &parts {
+        numbers.push(*number);
+        sizes.push(units.iter().find(|u| u.0 == kind)?.1);
+    }
+    let numbers: Option<Vec<(i128, u32)>> = numbers.into_iter().collect();
     let value = numbers.and_then(|ns| total(&ns, &sizes));
     let in_unit = |size: i128| value.and_then(|(n, d)| reduce(n, d.checked_mul(size)?));
     let q = Quantity {
@@ -245,19 +267,34 @@ fn compound_at(text: &str, i: usize, to: usize) -> Option<(usize, Quantity)> {
     Some((end, q))
 }
 
-/// The sizes of the units of the quantity `text[i..end]`, in `kind`.
-fn sizes_in(text: &str, i: usize, end: usize, to: usize, kind: Kind) -> Option<Vec<i128>> {
-    let mut sizes = Vec::new();
-    let mut k = i;
-    while k < end {
-        let p = part_at(text, k, to)?;
-        sizes.push(p.units.iter().find(|u| u.0 == kind)?.1);
-        k = match joiner_end(text, p.end, to) {
-            Some(n) if p.end < end => n,
-            _ => break,
-        };
+/// A number without a unit after a first part whose unit has a customary
+/// one below it, ending the quantity (`7 hours 30.`, `5 feet 6,`): that unit.
+fn implied(text: &str, k: usize, to: usize, last: &[(Kind, i128)]) -> Option<Part> {
+    let (number, end) = number_at(text, k, to)?;
+    let rest = text[end..to].trim_start_matches(' ');
+    let ends = rest.is_empty() || rest.starts_with(['.', ',', ';', ')', '$', '}', '!', '?']);
+    if !ends {
+        return None;
     }
-    Some(sizes)
+    let units: Vec<(Kind, i128)> = last
+        .iter()
+        .filter_map(|&(kind, size)| {
+            let below = match (kind, size) {
+                (Kind::Time | Kind::Angle, 3_600) => 60,
+                (Kind::Time | Kind::Angle, 60) => 1,
+                (Kind::ImperialLength, 12) | (Kind::ImperialWeight, 16) => 1,
+                (Kind::Calendar, 12) | (Kind::Money, 100) => 1,
+                _ => return None,
+            };
+            Some((kind, below))
+        })
+        .collect();
+    (!units.is_empty()).then_some(Part {
+        number,
+        units,
+        end,
+        sign: false,
+    })
 }
 
 /// Σ number × size as a fraction (numerator, denominator).
@@ -285,6 +322,63 @@ fn reduce(n: i128, d: i128) -> Option<(i128, i128)> {
 /// it (spaces or `\text{` between), if it is a unit.
 fn part_at(text: &str, i: usize, to: usize) -> Option<Part> {
     let b = &text.as_bytes()[..to];
+    let (number, k) = number_at(text, i, to)?;
+    let (u, opens) = skip_markup(text, k, to);
+    let Some((units, mut end)) = unit_at(text, u, to) else {
+        // `$5 and 25 cents`: a dollar sign before a number with no unit
+        // after it is its unit (`$5$` is math).
+        let dollar = i > 0 && b[i - 1] == b'$' && !b[k..].starts_with(b"$");
+        return dollar.then_some(Part {
+            number,
+            units: vec![(Kind::Money, 100)],
+            end: k,
+            sign: true,
+        });
+    };
+    // `2 ft. 6 in.`: an abbreviation's dot.
+    if end - u <= 3 && text[end..to].starts_with(". ") {
+        end += 1;
+    }
+    // `\text{ hours }`: the braces opened before the unit close after it.
+    for _ in 0..opens {
+        let rest = &text[end..to];
+        let t = rest.trim_start_matches(' ');
+        match t.strip_prefix('}') {
+            Some(r) => end = to - r.len(),
+            None => return None,
+        }
+    }
+    Some(Part {
+        number,
+        units,
+        end,
+        sign: false,
+    })
+}
+
+/// The number at `i`: digits with an optional decimal part, or a number
+/// word (`seven`, `thirty`, `twenty-one`), and its end. The value is `None`
+/// when it is too long to convert.
+fn number_at(text: &str, i: usize, to: usize) -> Option<(Option<(i128, u32)>, usize)> {
+    let b = &text.as_bytes()[..to];
+    if b.get(i)?.is_ascii_alphabetic() {
+        let run = |from: usize| {
+            from + b[from..]
+                .iter()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .count()
+        };
+        let j = run(i);
+        let n = super::words::number_word(&text[i..j])?;
+        // `twenty-one`.
+        if b.get(j) == Some(&b'-') && b.get(j + 1).is_some_and(u8::is_ascii_alphabetic) {
+            let k = run(j + 1);
+            if let Some(n) = super::words::hyphenated(&text[i..j], &text[j + 1..k]) {
+                return Some((Some((i128::from(n), 0)), k));
+            }
+        }
+        return Some((Some((i128::from(n), 0)), j));
+    }
     let mut j = i;
     while j < b.len() && b[j].is_ascii_digit() {
         j += 1;
@@ -305,31 +399,7 @@ fn part_at(text: &str, i: usize, to: usize) -> Option<Part> {
         .then(|| digits.parse::<i128>().ok())
         .flatten()
         .map(|n| (n, decimals));
-    let (u, opens) = skip_markup(text, k, to);
-    let Some((units, mut end)) = unit_at(text, u, to) else {
-        // `$5 and 25 cents`: a dollar sign before a number with no unit
-        // after it is its unit (`$5$` is math).
-        let dollar = i > 0 && b[i - 1] == b'$' && !b[k..].starts_with(b"$");
-        return dollar.then_some(Part {
-            number,
-            units: vec![(Kind::Money, 100)],
-            end: k,
-        });
-    };
-    // `2 ft. 6 in.`: an abbreviation's dot.
-    if end - u <= 3 && text[end..to].starts_with(". ") {
-        end += 1;
-    }
-    // `\text{ hours }`: the braces opened before the unit close after it.
-    for _ in 0..opens {
-        let rest = &text[end..to];
-        let t = rest.trim_start_matches(' ');
-        match t.strip_prefix('}') {
-            Some(r) => end = to - r.len(),
-            None => return None,
-        }
-    }
-    Some(Part { number, units, end })
+    Some((number, k))
 }
 
 /// Past spaces and the markup that wraps a unit (`\text{`, `\mathrm{`,
@@ -415,7 +485,7 @@ fn joiner_end(text: &str, k: usize, to: usize) -> Option<usize> {
     let at = to - t.len();
     t.as_bytes()
         .first()
-        .is_some_and(u8::is_ascii_digit)
+        .is_some_and(u8::is_ascii_alphanumeric)
         .then_some(at)
 }
 
@@ -441,7 +511,7 @@ mod tests {
     use super::*;
 
     fn q(text: &str) -> Option<Quantity> {
-        let k = text.find(|c: char| c.is_ascii_digit())?;
+        let k = text.find(|c: char| c.is_ascii_digit()).unwrap_or(0);
         compound_around(text, k, k + 1).map(|(_, _, q)| q)
     }
 
@@ -462,6 +532,11 @@ mod tests {
             Some((Some((9, 4)), Some((27, 1))))
         );
         assert_eq!(both("5'6\""), Some((Some((11, 2)), Some((66, 1)))));
+        assert_eq!(both("5 feet 6."), Some((Some((11, 2)), Some((66, 1)))));
+        assert_eq!(
+            both("seven hours and thirty minutes"),
+            Some((Some((15, 2)), Some((450, 1))))
+        );
         assert_eq!(
             both("7 \\text{ hours } 30 \\text{ minutes}"),
             Some((Some((15, 2)), Some((450, 1))))
@@ -484,6 +559,9 @@ mod tests {
             "3 in 4 students",
             "7 hours and the bus 30 minutes",
             "5 feet 3 in total",
+            "8 hours, 5",
+            "$$6 \\text{ and } 8$$",
+            "7 hours 30 people",
         ] {
             assert_eq!(q(text), None, "{text}");
         }
