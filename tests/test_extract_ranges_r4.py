@@ -61,6 +61,10 @@ RANGES = [
     ("12", "The answer is roughly 10-12%."),
     ("7", "The answer is from 7 up to 9."),
     ("9", "After adding the numbers, we see it is from 7 to 9."),
+    ("6", "It takes 4 - 6 days."),
+    ("6", "The answer is 4--6."),
+    ("6", "So there are 4~6 apples."),
+    ("4", "The answer is $4$\u2013$6$."),
 ]
 
 # No range: a value stated beside one, a change, a conversion, a subtraction,
@@ -78,6 +82,8 @@ NOT_RANGES = [
     ("7", "\\boxed{10 \u2013 3}"),
     ("3", "Thus one of the roots is 3."),
     ("12", "Add 5 to 7 to get 12."),
+    ("4", "So 10 - 6 is 4."),
+    ("4", "The answer is 10 - 6."),
     ("[4, 6]", "The answer is $[4, 6]$."),
     ("[4, 6]", r"\boxed{x \in [4, 6]}"),
     (r"4 \le x \le 6", r"The answer is $4 \le x \le 6$."),

@@ -776,9 +776,9 @@ fn read(v: &str, in_reasoning: bool, math: bool) -> Reading<'_> {
 }
 
 /// Whether two numbers read one after the other are a range written with a
-/// dash (rule 14): an en or em dash or a tilde between them in prose (`5–7`,
-/// `5 — 7`, `5~7`, `$5$–$7$`),
-/// or a hyphen with no spaces (`10-12`) after an approximation or range word
+/// dash (rule 14): an en or em dash, `--` or a tilde between them in prose
+/// (`5–7`, `5 — 7`, `5--7`, `5~7`, `$5$–$7$`),
+/// or a hyphen (`10-12`, `10 - 12`) after an approximation or range word
 /// (`roughly 10-12`, `pages 4-6`) or before a word (`5-7 days`). A hyphen
 /// alone is a subtraction (`10-6`, `10-6 = 4`), and `$…$` is one value, so
 /// math is never read this way.
@@ -799,24 +799,36 @@ fn dash_range(v: &str, (ps, pe): Span, (s, e): Span, approx: bool) -> bool {
         return false;
     }
     let rest = v[e..].trim_start_matches(' ');
-    if let Some(b) = b.strip_prefix('-') {
-        if s != pe || !number(b) {
-            return false;
-        }
-        let word: &str = rest
-            .split(|c: char| !c.is_ascii_alphabetic())
-            .next()
-            .unwrap_or("");
-        let word_after = v[e..].starts_with(' ')
-            && word.len() >= 2
-            && words::class(word) == Class::Other
-            && !["plus", "minus", "times", "divided", "mod"]
-                .iter()
-                .any(|o| word.eq_ignore_ascii_case(o));
-        return approx || word_after;
+    if rest.starts_with('=') {
+        return false;
     }
-    let gap = v[pe..s].trim();
-    number(b) && matches!(gap, "\u{2013}" | "\u{2014}" | "~") && !rest.starts_with('=')
+    // The sign the number reader gave the second end belongs to the dash.
+    let (gap, b) = match b.strip_prefix('-') {
+        Some(b) => (format!("{}-", v[pe..s].trim()), b),
+        None => (v[pe..s].trim().to_owned(), b),
+    };
+    if !number(b) {
+        return false;
+    }
+    match gap.as_str() {
+        // `5–7`, `5 — 7`, `5~7`, and LaTeX's `5--7`.
+        "\u{2013}" | "\u{2014}" | "~" | "--" => true,
+        // `roughly 10-12`, `5-7 days`, `5 - 7 days`.
+        "-" => {
+            let word: &str = rest
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .next()
+                .unwrap_or("");
+            let word_after = v[e..].starts_with(' ')
+                && word.len() >= 2
+                && words::class(word) == Class::Other
+                && !["plus", "minus", "times", "divided", "mod"]
+                    .iter()
+                    .any(|o| word.eq_ignore_ascii_case(o));
+            approx || word_after
+        }
+        _ => false,
+    }
 }
 
 /// Whether one extracted part hedges, and its offers. `math`: the part is a

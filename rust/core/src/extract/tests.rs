@@ -862,6 +862,10 @@ fn a_range_or_a_set_of_candidates_is_no_value() {
         "The answer is any of 12, 13, 14.",
         "The answer is within [4, 6].",
         "The answer is roughly 10-12%.",
+        "It takes 4 - 6 days.",
+        "The answer is 4--6.",
+        "So there are 4~6 apples.",
+        "The answer is $4$\u{2013}$6$.",
     ] {
         assert_eq!(got(t).and_then(|e| e.1), Some(Hedge::Range), "{t}");
     }
