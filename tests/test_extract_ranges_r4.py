@@ -88,6 +88,9 @@ NOT_RANGES = [
     ("[4, 6]", r"\boxed{x \in [4, 6]}"),
     (r"4 \le x \le 6", r"The answer is $4 \le x \le 6$."),
     (r"4 \le x \le 6", r"\boxed{[4, 6]}"),
+    ("[4, 6]", "The answer is within [4, 6]."),
+    ("[4, 6]", "x is in the interval [4, 6]."),
+    ("[4, 6]", "The answer is the set [4, 6]."),
 ]
 
 

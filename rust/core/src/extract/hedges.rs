@@ -92,8 +92,6 @@ enum Range {
 enum Join {
     And,
     To,
-    /// `within [4, 6]`: the two ends written next to each other.
-    Pair,
 }
 
 /// Words after which `from A to B` and `A to B` are a change or a
@@ -269,10 +267,6 @@ impl Reader {
                 self.close_one_of();
                 Range::None
             }
-            Range::First(Join::Pair, from) if self.since == Since::Nothing => {
-                self.pending_range = Some(from);
-                Range::None
-            }
             Range::First(..) | Range::None => Range::None,
         };
         self.one = (int == Some(1)).then_some(start);
@@ -328,14 +322,6 @@ impl Reader {
         self.close_one_of();
         self.range = Range::None;
         self.change = 0;
-    }
-
-    /// `within [4, 6]`, `in (4, 6)`: a word before a bracket opens a range
-    /// of the two values inside.
-    fn open_pair(&mut self) {
-        if self.range == Range::None {
-            self.range = Range::Opened(Join::Pair, 0);
-        }
     }
 
     /// `one of A, B and C` with two candidates or more is a set of candidates.
@@ -728,17 +714,9 @@ fn read(v: &str, in_reasoning: bool, math: bool) -> Reading<'_> {
                     r.since = Since::Other;
                 }
             }
-            Tok::Word(w, (_, end)) => {
+            Tok::Word(w, _) => {
                 r.word(w);
                 approx = APPROX.iter().any(|a| w.eq_ignore_ascii_case(a));
-                let bracket = v[end..].trim_start().starts_with(['[', '(']);
-                if bracket
-                    && ["within", "in", "interval"]
-                        .iter()
-                        .any(|a| w.eq_ignore_ascii_case(a))
-                {
-                    r.open_pair();
-                }
             }
             Tok::Ellipsis(_) => {
                 if r.after_value() && !r.stopped {

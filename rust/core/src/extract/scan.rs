@@ -339,13 +339,22 @@ fn hedged(mut e: Extracted<'_>, hedge: Hedge) -> Extracted<'_> {
 }
 
 /// The latest-ending value inside a piece of prose: bold, a math span, a
-/// choice letter or a number.
+/// choice letter or a number with the expression it is part of (rule 2:
+/// `the set [4, 6]` answers the interval, never 6).
 fn last_plain_value(w: &str) -> Option<&str> {
+    let number = last_number(w, 0).map(|(end, n)| {
+        let start = n.as_ptr() as usize - w.as_ptr() as usize;
+        let (from, _) = sentence_around(w, start, end);
+        match expression_around(w, from, start, end) {
+            Some((s, e)) => (e.max(end), &w[s..e]),
+            None => (end, n),
+        }
+    });
     [
         last_bold(w, usize::MAX),
         last_math_span(w),
         last_choice(w, 0),
-        last_number(w, 0),
+        number,
     ]
     .into_iter()
     .flatten()

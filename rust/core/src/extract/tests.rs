@@ -860,7 +860,6 @@ fn a_range_or_a_set_of_candidates_is_no_value() {
         "\\boxed{\\text{between 5 and 7}}",
         "<answer>from 5 to 7</answer>",
         "The answer is any of 12, 13, 14.",
-        "The answer is within [4, 6].",
         "The answer is roughly 10-12%.",
         "It takes 4 - 6 days.",
         "The answer is 4--6.",
@@ -881,6 +880,9 @@ fn a_range_or_a_set_of_candidates_is_no_value() {
         ("So we get 10-6 = 4", "10-6 = 4"),
         ("Thus one of the roots is 3.", "3"),
         ("\\boxed{10 \u{2013} 3}", "10 \u{2013} 3"),
+        // Two values in brackets are the interval (or point) they write.
+        ("The answer is within [4, 6].", "[4, 6]"),
+        ("The answer is the set [4, 6].", "[4, 6]"),
     ] {
         let (parts, hedge) = got(t).expect(t);
         assert_eq!((parts, hedge), (vec![want], None), "{t}");
