@@ -11,9 +11,10 @@
 //! One file per concept: [`region`] (special tokens, reasoning blocks),
 //! [`hidden`] (text a reader does not see), [`markers`] (the line markers
 //! and their values), [`boxes`], [`hedges`] (what an answer's words say
-//! about its values), [`retract`] (an answer taken back after it is given),
-//! [`fallback`] (the no-marker rules) and [`scan`] (the rules in priority
-//! order).
+//! about its values, ranges included), [`quantity`] (compound quantities:
+//! `7 hours 30 minutes` is one answer), [`retract`] (an answer taken back
+//! after it is given), [`fallback`] (the no-marker rules) and [`scan`] (the
+//! rules in priority order).
 
 use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
