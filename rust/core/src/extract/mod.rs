@@ -33,6 +33,7 @@ mod tests;
 mod tokens;
 mod words;
 
+pub(crate) use fallback::MAX_LETTER_RUN;
 use region::strip_special_tokens;
 pub use region::{answer_region, UNCLOSED_THINK};
 use scan::Scan;
