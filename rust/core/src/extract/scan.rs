@@ -90,7 +90,7 @@ impl<'a> Scan<'a> {
                 };
                 (bare && looks_like_an_answer(t)).then(|| {
                     let mut e = one(t);
-                    let (hedge, offers) = hedge_of(t);
+                    let (hedge, offers) = hedge_of(t, true);
                     e.hedge = hedge;
                     e.offers = offers;
                     e
@@ -105,7 +105,7 @@ impl<'a> Scan<'a> {
         let (start, end, close) = self.markers().last_tag?;
         let part = self.text[start..end].trim();
         let mut e = Extracted::new(vec![part], Rule::AnswerTag);
-        let (hedge, offers) = hedge_of(part);
+        let (hedge, offers) = hedge_of(part, false);
         e.hedge = hedge;
         e.offers = offers;
         self.read_coda(&mut e, close);
@@ -177,6 +177,7 @@ impl<'a> Scan<'a> {
             Prose::Negated => return Some(hedged(e, Hedge::Negated)),
             Prose::Qualified => return Some(hedged(e, Hedge::Qualified)),
             Prose::Unfinished => return Some(hedged(e, Hedge::Unfinished)),
+            Prose::Range => return Some(hedged(e, Hedge::Range)),
             // A `$…$` span opened the value: it is the answer.
             Prose::Plain if is_span => return Some(e),
             Prose::Plain => v.len(),
@@ -270,6 +271,7 @@ impl<'a> Scan<'a> {
             Prose::Negated => e.hedge = Some(Hedge::Negated),
             Prose::Qualified => e.hedge = Some(Hedge::Qualified),
             Prose::Unfinished => e.hedge = Some(Hedge::Unfinished),
+            Prose::Range => e.hedge = Some(Hedge::Range),
             Prose::Upto(upto) if s + upto < end => {
                 // The value itself is negated, qualified or a restatement.
                 match last_plain_value(&sentence[..upto]) {
@@ -365,13 +367,22 @@ fn hedged(mut e: Extracted<'_>, hedge: Hedge) -> Extracted<'_> {
 }
 
 /// The latest-ending value inside a piece of prose: bold, a math span, a
-/// choice letter or a number.
+/// choice letter or a number with the expression it is part of (rule 2:
+/// `the set [4, 6]` answers the interval, never 6).
 fn last_plain_value(w: &str) -> Option<&str> {
+    let number = last_number(w, 0).map(|(end, n)| {
+        let start = n.as_ptr() as usize - w.as_ptr() as usize;
+        let (from, _) = sentence_around(w, start, end);
+        match expression_around(w, from, start, end) {
+            Some((s, e)) => (e.max(end), &w[s..e]),
+            None => (end, n),
+        }
+    });
     [
         last_bold(w, usize::MAX),
         last_math_span(w),
         last_choice(w, 0, false),
-        last_number(w, 0),
+        number,
     ]
     .into_iter()
     .flatten()

@@ -210,6 +210,11 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
     if let Some(words) = parser::prose(s) {
         return Ok(Value::of(Node::Text(words)));
     }
+    // `7 hours 30 minutes` is one quantity: its value in its first unit
+    // (docs/verify_semantics.md rule 15).
+    if let Some((n, d)) = crate::extract::whole_quantity(s) {
+        return parse(&format!("\\frac{{{n}}}{{{d}}}"), opts);
+    }
     let inline = (s.starts_with('$') && !s.starts_with("$$")) || s.starts_with("\\(");
     if inline && s.contains('\n') {
         // As math-verify reads them: a `$...$` span broken across lines is
