@@ -94,7 +94,7 @@ NEEDS_THE_GOLD = {
 }
 # compat.math_verify.parse drops a letter with its option (COMPAT_PARSE in
 # tests/test_answer_rules.py); verify() pays it.
-COMPAT_PARSE = {"The correct option is (C) 42 apples"}
+COMPAT_PARSE = {"The correct option is (C) 42 apples", "The answer is (C) 42 apples"}
 
 PAID = LETTERS_PAID + CONSTANTS_PAID
 NOT_PAID = LETTERS_NOT_PAID + CONSTANTS_NOT_PAID
