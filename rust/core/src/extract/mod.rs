@@ -35,6 +35,7 @@ mod tests;
 mod tokens;
 mod words;
 
+pub(crate) use fallback::MAX_LETTER_RUN;
 pub use quantity::Quantity;
 use region::strip_special_tokens;
 pub use region::{answer_region, UNCLOSED_THINK};

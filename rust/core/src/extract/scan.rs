@@ -183,6 +183,22 @@ impl<'a> Scan<'a> {
             Prose::Plain => v.len(),
             Prose::Upto(end) => end,
         };
+        // A letter with its option's text (`the best answer is C: 42
+        // apples`): against a letter gold it is the answer whole, not the
+        // option's last number; two options offered (`C: 42 apples or D: 43
+        // pears`) are alternatives against any gold.
+        if !is_span && choice_label(v) {
+            let v = v[..upto.min(v.len())].trim_end();
+            if v[1..].split(' ').skip(1).any(choice_label) {
+                e.parts = vec![v];
+                e.hedge = Some(Hedge::Alternatives);
+                return Some(e);
+            }
+            if self.prefer_choice {
+                e.parts = vec![v];
+                return Some(e);
+            }
+        }
         let v = v.trim_end_matches('?');
         if !is_span && upto >= v.len() && looks_like_an_answer(v) {
             e.parts = vec![v];
@@ -302,7 +318,7 @@ impl<'a> Scan<'a> {
         let found = match rule {
             Rule::Bold => last_bold(text, opts.max_bold_len),
             Rule::MathSpan => last_math_span(text),
-            Rule::Choice => last_choice(text, tail),
+            Rule::Choice => last_choice(text, tail, self.prefer_choice),
             Rule::LastNumber => {
                 let (end, number) = last_number(text, tail)?;
                 let start = offset(number);
@@ -332,6 +348,18 @@ fn take_back<'a>(e: &mut Extracted<'a>, text: &'a str) {
     }));
 }
 
+/// Whether `v` opens with a choice label: `(C) …`, `C: …`, `C) …`, `C. …`.
+fn choice_label(v: &str) -> bool {
+    let b = v.as_bytes();
+    match b {
+        [b'(', c, b')', ..] => c.is_ascii_uppercase(),
+        [c, b':' | b')' | b'.', rest @ ..] => {
+            c.is_ascii_uppercase() && rest.first().is_none_or(|&r| r == b' ')
+        }
+        _ => false,
+    }
+}
+
 /// An extraction that hedges.
 fn hedged(mut e: Extracted<'_>, hedge: Hedge) -> Extracted<'_> {
     e.hedge = Some(hedge);
@@ -353,7 +381,7 @@ fn last_plain_value(w: &str) -> Option<&str> {
     [
         last_bold(w, usize::MAX),
         last_math_span(w),
-        last_choice(w, 0),
+        last_choice(w, 0, false),
         number,
     ]
     .into_iter()

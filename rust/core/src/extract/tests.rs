@@ -839,6 +839,43 @@ fn no_solution_is_an_answer_not_a_retraction() {
 }
 
 #[test]
+fn a_letter_run_answers_only_a_letter_gold() {
+    let letter = Hints {
+        choice: true,
+        ..Hints::default()
+    };
+    let o = ExtractOptions::default();
+    let part = |text: &str, hints: Hints| {
+        find_answer(text, &o, hints)
+            .ok()
+            .and_then(|e| (e.hedge.is_none()).then(|| e.parts.concat()))
+    };
+    assert_eq!(
+        part("Therefore, the string would be CCCC.", letter).as_deref(),
+        Some("CCCC")
+    );
+    assert_eq!(part("so we pick K", letter).as_deref(), Some("K"));
+    // Different letters are no run; without a letter gold a run is no letter.
+    assert_ne!(
+        part("the string would be ABCD", letter).as_deref(),
+        Some("D")
+    );
+    assert_eq!(part("the string would be CCCC", Hints::default()), None);
+    // A letter with its option's text is the answer whole; two options hedge.
+    assert_eq!(
+        part("the best answer is C: 42 apples", letter).as_deref(),
+        Some("C: 42 apples")
+    );
+    assert_eq!(
+        part(
+            "the best answer is C: 42 apples or D: 43 pears",
+            Hints::default()
+        ),
+        None
+    );
+}
+
+#[test]
 fn a_range_or_a_set_of_candidates_is_no_value() {
     // Rule 14: every end of a range is voided, the last one included.
     fn got(t: &str) -> Option<(Vec<&str>, Option<Hedge>)> {
