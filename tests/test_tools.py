@@ -435,3 +435,69 @@ def test_same_seed_same_episodes(tmp_path):
     a = _trainer(tmp_path / "a").rollout()[0].completions
     b = _trainer(tmp_path / "b").rollout()[0].completions
     assert a.completion_ids == b.completion_ids and a.tool_mask == b.tool_mask
+
+
+class Counter:
+    """A calc-shaped environment for the trainer: it answers every call with the product
+    and counts its calls; the reward is the count."""
+
+    def reset(self, **row):
+        self.calls = 0
+
+    def calc(self, expression: str) -> str:
+        """Multiply.
+
+        Args:
+            expression: a product, e.g. 23*17
+        """
+        self.calls += 1
+        return calc(expression)
+
+    def get_reward(self) -> float:
+        return float(self.calls)
+
+
+def test_trainer_with_an_environment(tmp_path):
+    trainer = Trainer_with(tmp_path / "env", environment_factory=Counter)
+    assert trainer.rewards.names == ("math", "Counter")
+    record = trainer.step()
+    calls = trainer.last_batch.completions.episodes.tool_calls
+    assert record["rewards/Counter/mean"] == pytest.approx(np.mean(calls))
+    assert record["tools/call_frequency"] == pytest.approx(np.mean(calls))
+
+
+def test_trainer_with_a_rollout_func(tmp_path):
+    seen = []
+
+    def rollout(prompts, trainer):
+        seen.append(list(prompts))
+        out = trainer.sampler.backend.sample(prompts, 8, SamplingParams(max_new_tokens=4))
+        return {
+            "prompt_ids": out.prompt_ids,
+            "completion_ids": out.completion_ids,
+            "logprobs": None,
+            "tool_mask": [[1] * len(c) for c in out.completion_ids],
+        }
+
+    trainer = Trainer_with(tmp_path, rollout_func=rollout, tool=())
+    record = trainer.step()
+    assert len(seen[-1]) == 2 and np.isfinite(record["loss"])
+    assert trainer.last_batch.completions.tool_mask is not None
+
+
+def Trainer_with(tmp_path, **kw):  # noqa: N802 - reads as the class it builds
+    from grpo_fast.train.data import task_options
+    from grpo_fast.train.trainer import Trainer, TrainerConfig
+
+    options = {
+        **task_options("multiply"),
+        "tool": kw.pop("tool", ()),
+        "max_steps": 1,
+        "prompts_per_step": 2,
+        "num_generations": 8,
+        "eval_size": 8,
+        "output_dir": str(tmp_path / "run"),
+        "progress": False,
+        "plot": False,
+    }
+    return Trainer(TrainerConfig.from_dict(options), **kw)

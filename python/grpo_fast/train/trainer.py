@@ -386,7 +386,7 @@ class Trainer:
             cut = truncated(comp, self.tokenizer.eos_token_id, self.config.max_new_tokens)
             scores = self.rewards.score(
                 comp.texts,
-                rows,
+                rollout.with_environments(rows, comp),
                 completion_ids=comp.completion_ids,
                 truncated=cut,
                 # transformers' TrainerState imports peft: built for functions only.
