@@ -417,7 +417,9 @@ def test_train_the_multiply_task_from_the_command_line(tmp_path, capsys):
     assert main(argv) == 0
     records = read_metrics(out / "metrics.jsonl")
     assert 0 <= records[1]["tools/call_frequency"] <= 4
-    assert "held-out accuracy" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "held-out accuracy" in said and "rollouts that call a tool: " in said
+    assert "| tool_calls " in said  # the step's log line
     rc = main(["train", "--task", "multiply", "--tool", "grpo_fast.tools:nope", "-o", str(out)])
     assert rc == 2 and "cannot import" in capsys.readouterr().err
     rc = main(["train", "--task", "multiply", "--tool", "json:dumps", "-o", str(out)])
@@ -501,3 +503,20 @@ def Trainer_with(tmp_path, **kw):  # noqa: N802 - reads as the class it builds
         "plot": False,
     }
     return Trainer(TrainerConfig.from_dict(options), **kw)
+
+
+def test_a_tool_that_raises_never_ends_the_run(tmp_path):
+    def calc(expression: str) -> str:
+        """Fail.
+
+        Args:
+            expression: anything
+        """
+        raise OSError("the calculator is broken")
+
+    torch.manual_seed(0)
+    trainer = Trainer_with(tmp_path, tools=[calc])
+    record = trainer.step()
+    episodes = trainer.last_batch.completions.episodes
+    assert sum(episodes.tool_calls) > 0 and episodes.tool_errors == episodes.tool_calls
+    assert record["tools/failure_frequency"] == 1.0 and np.isfinite(record["loss"])
