@@ -394,6 +394,14 @@ def test_environment_per_rollout_state_and_reward(tok):
     with pytest.raises(InvalidInputError, match="dataset row"):
         sampler.sample(["1*1="], 2, SamplingParams(max_new_tokens=60))
 
+    class Talks(Tally):
+        def reset(self, **row):
+            return "You have 3 guesses."
+
+    talks = ToolSampler(Scripted(tok, first, []), tok, environment_factory=Talks)
+    with pytest.raises(InvalidInputError, match="Talks.reset returned str"):
+        talks.sample(["1*1="], 2, SamplingParams(max_new_tokens=60), rows=rows)
+
 
 def test_guessing_game():
     from grpo_fast.tools.environments import GuessingGame

@@ -187,7 +187,13 @@ class ToolSampler:
             envs = []
             for i in range(N):
                 env = self.environment_factory()
-                env.reset(**rows[i // n])
+                said = env.reset(**rows[i // n])
+                if said is not None:  # TRL appends it to the prompt; that is not done here
+                    raise InvalidInputError(
+                        f"{type(env).__name__}.reset returned {type(said).__name__} {said!r:.60}; "
+                        "grpo-fast does not append reset's text to the prompt (TRL does): put "
+                        "it in the dataset's prompt and return None"
+                    )
                 envs.append(env)
             boxes = [
                 Toolbox([*self.functions, *environment_tools(e)], **self.options) for e in envs
