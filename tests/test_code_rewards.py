@@ -18,7 +18,8 @@ pytestmark = pytest.mark.skipif(
 
 SQ = json.dumps({"fn_name": "sq", "inputs": [[2], [3], [-1]], "outputs": [4, 9, 1]})
 GOOD = "```python\ndef sq(x):\n    return x * x\n```"
-HALF = "```python\ndef sq(x):\n    return x * x if x > 2 else 4\n```"  # right for 2 and 3, wrong for -1
+# right for 2 and 3, wrong for -1
+HALF = "```python\ndef sq(x):\n    return x * x if x > 2 else 4\n```"
 
 
 def test_code_reward_fraction_and_all_or_nothing():
