@@ -159,18 +159,25 @@ pub(super) fn compound_around(
     end: usize,
 ) -> Option<(usize, usize, Quantity)> {
     let b = text.as_bytes();
-    let line_start = text[..start].rfind('\n').map_or(0, |k| k + 1);
-    let line_end = text[end..].find('\n').map_or(text.len(), |k| end + k);
-    let mut from = line_start.max(start.saturating_sub(WINDOW));
+    // The line, looked for within the window only (a long line costs no more).
+    let lo = start.saturating_sub(WINDOW);
+    let hi = end.saturating_add(WINDOW).min(b.len());
+    let line_start = memchr::memrchr(b'\n', &b[lo..start]).map_or(0, |k| lo + k + 1);
+    let line_end = memchr::memchr(b'\n', &b[end..hi]).map_or(b.len(), |k| end + k);
+    let mut from = line_start.max(lo);
     while !text.is_char_boundary(from) {
         from += 1;
     }
+    // A quantity that reaches the answer holds no word but numbers, units,
+    // `and` and markup: none starts before the last other word.
+    from = from.max(after_last_other_word(b, from, start));
     let mut to = line_end.min(end.saturating_add(WINDOW));
     while !text.is_char_boundary(to) {
         to -= 1;
     }
     let mut i = from;
-    while i < to {
+    // A quantity starting at or after the answer's end does not overlap it.
+    while i < to.min(end) {
         // Not inside a number or a name (`x2`, `1.5`, `1,000`).
         let after =
             i == 0 || !(b[i - 1].is_ascii_alphanumeric() || matches!(b[i - 1], b'.' | b','));
@@ -197,6 +204,40 @@ pub(super) fn compound_around(
         }
     }
     None
+}
+
+/// The end of the last word in `b[from..start]` that no quantity can hold
+/// (not a unit, a number word, `and` or the markup around a unit), or `from`.
+fn after_last_other_word(b: &[u8], from: usize, start: usize) -> usize {
+    let mut j = start;
+    while j > from {
+        if !b[j - 1].is_ascii_alphabetic() {
+            j -= 1;
+            continue;
+        }
+        let end = j;
+        while j > from && b[j - 1].is_ascii_alphabetic() {
+            j -= 1;
+        }
+        // A word cut by the window may be part of a longer one: keep it.
+        if j == from {
+            return from;
+        }
+        let Ok(w) = std::str::from_utf8(&b[j..end]) else {
+            return from;
+        };
+        let held = ["and", "text", "mathrm", "textrm", "mbox", "circ"]
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(w))
+            || UNITS
+                .iter()
+                .any(|(names, _, _)| names.iter().any(|n| n.eq_ignore_ascii_case(w)))
+            || super::words::number_word(w).is_some();
+        if !held {
+            return end;
+        }
+    }
+    from
 }
 
 /// A part of a quantity: its number (numerator, power of ten of the
