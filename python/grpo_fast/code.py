@@ -158,6 +158,8 @@ def parse_tests(tests: Any, float_tolerance: float | None = None) -> _Tests:
         if len(ins) != len(outs):
             raise InvalidInputError(f"tests has {len(ins)} inputs but {len(outs)} outputs")
         fn = tests.get("fn_name")
+        if fn:
+            ins, outs = _prime_code_cases(ins, outs)
         return _Tests("call" if fn else "stdio", ins, outs, fn, float_tolerance=tol)
     if "test" in tests or "test_list" in tests:
         setup = str(tests.get("test_setup_code") or "")
@@ -179,6 +181,23 @@ def parse_tests(tests: Any, float_tolerance: float | None = None) -> _Tests:
         "tests has none of the known keys: inputs/outputs (stdin/stdout; with fn_name: "
         "function call), test_cases (open-r1), test + entry_point (HumanEval), test_list (MBPP)"
     )
+
+
+def _prime_code_cases(ins: list[Any], outs: list[Any]) -> tuple[list[Any], list[Any]]:
+    """verl prime_code / TACO write a call case as JSON text: the input one
+    argument per line, the output one JSON value. A case whose input is a
+    str is read that way; a list input is APPS's argument list as it is."""
+    args, rets = [], []
+    for x, y in zip(ins, outs, strict=True):
+        if isinstance(x, str):
+            try:
+                x = [json.loads(line) for line in x.split("\n") if line.strip()]
+                y = json.loads(y) if isinstance(y, str) else y
+            except ValueError as e:
+                raise InvalidInputError(f"a function-call input is not JSON lines: {e}") from e
+        args.append(x)
+        rets.append(y)
+    return args, rets
 
 
 def _literal(node: ast.expr) -> tuple[bool, Any]:
