@@ -16,7 +16,9 @@ model itself (HF generate, bf16 autocast): greedy, and pass@1 at the task's temp
 (the mean over ``--eval-samples`` samples per prompt), at step 0 and every
 ``--eval-every`` steps, scored by ``grpo_fast.integrations.trl.accuracy_reward`` (the
 reward both trainers train on). Per step: sampling, reward, loss (log-probs, backward,
-optimizer), weight push, total; evaluation time excluded. docs/real_model.md has the
+optimizer), weight push, total, and the process's CPU seconds over all its threads
+(``cpu``: on a shared machine it moves less with the load than wall time does);
+evaluation time excluded. docs/real_model.md has the
 results and the commands that made them.
 """
 
@@ -89,7 +91,11 @@ def _curve_point(step: int, model: Any, tok: Any, held: list, opts: dict, args) 
 def _save(args, opts: dict[str, Any], result: dict[str, Any], *, partial: bool) -> None:
     """Add this run to the JSON file (after each evaluation too: a run cut short keeps
     what it measured, marked ``partial``)."""
+    import resource
+
     entry = {**result, "partial": partial, "argv": sys.argv[1:]}
+    # Peak resident memory of this process so far (Linux reports KiB).
+    entry["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     entry["options"] = {k: v for k, v in opts.items() if k != "model"}
     if result["steps"]:
         entry["per_step"] = summary(result["steps"])
@@ -139,8 +145,9 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
             print(f"  segment to step {done}: {time.perf_counter() - t0:.0f} s", flush=True)
     else:
         for step in range(1, args.steps + 1):
+            c0 = time.process_time()
             record = trainer.step()
-            steps.append(_times(record))
+            steps.append({**_times(record), "cpu": time.process_time() - c0})
             print(f"  step {step}: reward {record['reward']:.3f} {steps[-1]}", flush=True)
             if step % args.eval_every == 0 or step == args.steps:
                 curve.append(_curve_point(step, trainer.model, trainer.tokenizer, held, opts, args))
@@ -189,13 +196,21 @@ def run_trl(args, opts: dict[str, Any]) -> dict[str, Any]:
     class Probe(TrainerCallback):
         def on_step_begin(self, *a, **k):
             self.t0 = time.perf_counter()
+            self.c0 = time.process_time()
 
         def on_step_end(self, args_, state, control, **k):
             total = time.perf_counter() - self.t0
             s = timing["sampling"]
             r = reward_time[0]
             steps.append(
-                {"sampling": s - r, "reward": r, "loss": total - s, "push": 0.0, "total": total}
+                {
+                    "sampling": s - r,
+                    "reward": r,
+                    "loss": total - s,
+                    "push": 0.0,
+                    "total": total,
+                    "cpu": time.process_time() - self.c0,
+                }
             )
             timing["sampling"] = reward_time[0] = 0.0
             print(f"  step {state.global_step}: {steps[-1]}", flush=True)
