@@ -111,6 +111,14 @@ def _train(args: argparse.Namespace) -> int:
         if evals:
             (s0, a0), (s1, a1) = evals[0], evals[-1]
             print(f"held-out accuracy: {a0:.1%} at step {s0} -> {a1:.1%} at step {s1}")
+        calls = [
+            (r["step"], r["tools/episodes_with_call"])
+            for r in read_metrics(trainer.out / "metrics.jsonl")
+            if r.get("tools/episodes_with_call") is not None
+        ]
+        if calls:
+            (s0, c0), (s1, c1) = calls[0], calls[-1]
+            print(f"rollouts that call a tool: {c0:.0%} at step {s0} -> {c1:.0%} at step {s1}")
         curves = f", curves: {cfg.output_dir}/curves.png" if cfg.plot else ""
         print(f"metrics: {cfg.output_dir}/metrics.jsonl{curves}")
     return 0

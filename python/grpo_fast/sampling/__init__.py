@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from grpo_fast.sampling.base import (
     Completions,
+    Episodes,
     Sampler,
     SamplingParams,
     check_prompts,
@@ -36,6 +37,7 @@ BACKENDS: dict[str, type] = {
 __all__ = [
     "BACKENDS",
     "Completions",
+    "Episodes",
     "HFSampler",
     "Sampler",
     "SamplingParams",

@@ -18,7 +18,14 @@ import numpy as np
 
 from grpo_fast.errors import InvalidInputError
 
-__all__ = ["Completions", "Sampler", "SamplingParams", "check_prompts", "truncated"]
+__all__ = [
+    "Completions",
+    "Episodes",
+    "Sampler",
+    "SamplingParams",
+    "check_prompts",
+    "truncated",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,54 @@ class SamplingParams:
 
 
 @dataclass(frozen=True)
+class Episodes:
+    """Per-rollout counts of multi-turn episodes (tool use, :mod:`grpo_fast.tools`).
+
+    Attributes
+    ----------
+    tool_calls, tool_errors : list[int]
+        Calls the model made, and those that failed (unknown tool, unreadable
+        call, the tool raised or timed out).
+    turns : list[int]
+        Model turns (1: no tool was called).
+    cut : list[bool]
+        Ended by a limit while the model was still calling tools (``max_tool_calls``,
+        or the tool's result did not fit the token budget).
+    environments : list or None
+        The environment object of each rollout, when an environment factory made them.
+    """
+
+    tool_calls: list[int]
+    tool_errors: list[int]
+    turns: list[int]
+    cut: list[bool]
+    environments: list[Any] | None = None
+
+    def take(self, rows: Sequence[int]) -> Episodes:
+        envs = self.environments
+        return Episodes(
+            [self.tool_calls[i] for i in rows],
+            [self.tool_errors[i] for i in rows],
+            [self.turns[i] for i in rows],
+            [self.cut[i] for i in rows],
+            None if envs is None else [envs[i] for i in rows],
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[Episodes]) -> Episodes:
+        envs = None
+        if parts and all(p.environments is not None for p in parts):
+            envs = [e for p in parts for e in p.environments]  # type: ignore[union-attr]
+        return Episodes(
+            [x for p in parts for x in p.tool_calls],
+            [x for p in parts for x in p.tool_errors],
+            [x for p in parts for x in p.turns],
+            [x for p in parts for x in p.cut],
+            envs,
+        )
+
+
+@dataclass(frozen=True)
 class Completions:
     """``len(prompts) * n`` completions, grouped by prompt.
 
@@ -70,6 +125,13 @@ class Completions:
         (after temperature), when the backend reports it.
     n : int
         Samples per prompt.
+    tool_mask : list[list[int]] or None
+        Multi-turn rollouts (TRL's name): 1 for each token of ``completion_ids`` the
+        model sampled, 0 for the tokens of tool and environment messages, which
+        get no loss, KL or entropy (their ``logprobs`` are 0). None: every token
+        is the model's.
+    episodes : Episodes or None
+        Tool calls, errors and turns of each rollout, when they are multi-turn.
     """
 
     texts: list[str]
@@ -77,6 +139,8 @@ class Completions:
     completion_ids: list[list[int]]
     logprobs: list[list[float]] | None
     n: int
+    tool_mask: list[list[int]] | None = None
+    episodes: Episodes | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -90,6 +154,8 @@ class Completions:
             pick(self.completion_ids),
             pick(self.logprobs),
             self.n,
+            pick(self.tool_mask),
+            None if self.episodes is None else self.episodes.take(rows),
         )
 
     @staticmethod
@@ -98,12 +164,24 @@ class Completions:
         lps = None
         if parts and all(p.logprobs is not None for p in parts):
             lps = [x for p in parts for x in p.logprobs]  # type: ignore[union-attr]
+        masks = None
+        if any(p.tool_mask is not None for p in parts):  # a part without one: all the model's
+            masks = [
+                m
+                for p in parts
+                for m in (p.tool_mask or [[1] * len(ids) for ids in p.completion_ids])
+            ]
+        episodes = None
+        if parts and all(p.episodes is not None for p in parts):
+            episodes = Episodes.concat([p.episodes for p in parts])  # type: ignore[misc]
         return Completions(
             [x for p in parts for x in p.texts],
             [x for p in parts for x in p.prompt_ids],
             [x for p in parts for x in p.completion_ids],
             lps,
             n,
+            masks,
+            episodes,
         )
 
 

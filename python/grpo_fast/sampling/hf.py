@@ -63,6 +63,71 @@ class HFSampler:
             pre = prefill_groups(decoder_of(self.model), ids, attn, n)
         return {} if pre is None else {pre.argument: pre.cache}
 
+    def _generate(
+        self, enc: dict[str, Any], params: SamplingParams, extra: dict[str, Any]
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """One ``generate`` call on a left-padded batch: each row's new token ids (cut after
+        EOS) and, with ``logprobs``, their log-probs."""
+        tok = self.tokenizer
+        greedy = params.temperature == 0
+        kwargs: dict[str, Any] = {"do_sample": not greedy, **extra}
+        if not greedy:
+            kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = self.model.generate(
+                **enc,
+                max_new_tokens=params.max_new_tokens,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
+                return_dict_in_generate=True,
+                output_scores=self.logprobs,
+                # Each process generates alone; under FSDP2 the trainer gathers
+                # the whole weights first (transformers would wait for the others).
+                synced_gpus=False,
+                **kwargs,
+            )
+        new = out.sequences[:, enc["input_ids"].shape[1] :]
+        lp = None
+        if self.logprobs:
+            # scores are the processed logits each token was drawn from.
+            scores = torch.stack(out.scores, dim=1).float().log_softmax(-1)
+            lp = scores.gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
+        ids_out: list[list[int]] = []
+        lps: list[list[float]] = []
+        for i in range(new.shape[0]):
+            ids = new[i].tolist()
+            if tok.eos_token_id in ids:
+                ids = ids[: ids.index(tok.eos_token_id) + 1]
+            ids_out.append(ids)
+            if lp is not None:
+                lps.append(lp[i, : len(ids)].tolist())
+        return ids_out, lps if lp is not None else None
+
+    def continue_ids(
+        self, sequences: list[list[int]], params: SamplingParams
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """One more model turn after each of ``sequences`` (prompt, sampled tokens and tool
+        messages, as token ids: nothing is tokenized again); the new ids and log-probs.
+
+        The multi-turn rollouts of :mod:`grpo_fast.tools` call it.
+        """
+        pad = self.tokenizer.pad_token_id
+        width = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for i, seq in enumerate(sequences):
+            ids[i, width - len(seq) :] = torch.tensor(seq, dtype=torch.long)
+            mask[i, width - len(seq) :] = 1
+        enc = {"input_ids": ids.to(self.model.device), "attention_mask": mask.to(self.model.device)}
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            return self._generate(enc, params, {})
+        finally:
+            self.model.train(was_training)
+
     def sample(self, prompts: list[str], n: int, params: SamplingParams) -> Completions:
         check_prompts(prompts, n)
         tok = self.tokenizer
@@ -79,48 +144,14 @@ class HFSampler:
                 chunk = rows[start : start + step]
                 enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
                 enc = {k: v.to(self.model.device) for k, v in enc.items()}
-                greedy = params.temperature == 0
-                kwargs: dict[str, Any] = {"do_sample": not greedy}
-                if not greedy:
-                    kwargs.update(
-                        temperature=params.temperature, top_p=params.top_p, top_k=params.top_k
-                    )
-                else:
-                    kwargs.update(temperature=None, top_p=None, top_k=None)
-                if n > 1 and step == len(rows):
-                    kwargs.update(self._shared_prompt_cache(n, enc))
-                with torch.inference_mode():
-                    out = self.model.generate(
-                        **enc,
-                        max_new_tokens=params.max_new_tokens,
-                        pad_token_id=tok.pad_token_id,
-                        eos_token_id=tok.eos_token_id,
-                        return_dict_in_generate=True,
-                        output_scores=self.logprobs,
-                        # Each process generates alone; under FSDP2 the trainer gathers
-                        # the whole weights first (transformers would wait for the others).
-                        synced_gpus=False,
-                        **kwargs,
-                    )
-                width = enc["input_ids"].shape[1]
-                new = out.sequences[:, width:]
-                lp = None
-                if self.logprobs:
-                    # scores are the processed logits each token was drawn from.
-                    scores = torch.stack(out.scores, dim=1).float().log_softmax(-1)
-                    lp = scores.gather(-1, new[:, : scores.shape[1]].unsqueeze(-1)).squeeze(-1)
-                for i in range(new.shape[0]):
-                    ids = new[i].tolist()
-                    if tok.eos_token_id in ids:
-                        ids = ids[: ids.index(tok.eos_token_id) + 1]
+                shared = self._shared_prompt_cache(n, enc) if n > 1 and step == len(rows) else {}
+                new, lps = self._generate(enc, params, shared)
+                for i, ids in enumerate(new):
                     mask = enc["attention_mask"][i].bool()
                     prompt_ids.append(enc["input_ids"][i][mask].tolist())
                     completion_ids.append(ids)
-                    if lp is not None:
-                        logprobs.append(lp[i, : len(ids)].tolist())
-                texts.extend(
-                    tok.batch_decode(completion_ids[-new.shape[0] :], skip_special_tokens=True)
-                )
+                logprobs.extend(lps or [])
+                texts.extend(tok.batch_decode(new, skip_special_tokens=True))
         finally:
             self.model.train(was_training)
         return Completions(

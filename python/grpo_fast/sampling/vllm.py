@@ -292,6 +292,19 @@ class VLLMSampler:
         inputs = [
             {"prompt_token_ids": tok(p, add_special_tokens=False)["input_ids"]} for p in prompts
         ]
+        return self._generate(inputs, sp, n)
+
+    def continue_ids(
+        self, sequences: list[list[int]], params: SamplingParams
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """One more model turn after each token sequence (prompt, sampled tokens, tool
+        messages; nothing tokenized again): the new ids and their log-probs
+        (:mod:`grpo_fast.tools`)."""
+        sp = self._vllm.SamplingParams(**vllm_sampling_kwargs(params, 1), logprobs=0)
+        out = self._generate([{"prompt_token_ids": list(s)} for s in sequences], sp, 1)
+        return out.completion_ids, out.logprobs
+
+    def _generate(self, inputs: list[dict[str, Any]], sp: Any, n: int) -> Completions:
         with _no_autocast():
             outputs = self.llm.generate(inputs, sp, use_tqdm=False)
         texts: list[str] = []

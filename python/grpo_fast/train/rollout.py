@@ -46,6 +46,7 @@ __all__ = [
     "nanmean",
     "nanstd",
     "parse_reward",
+    "with_environments",
 ]
 
 
@@ -115,6 +116,7 @@ def _round(
     rows = [t.train_rows[i] for i in idx for _ in range(G)]
     t0 = time.perf_counter()
     comp = _sample(t, idx, G, t.params)
+    rows = with_environments(rows, comp)
     inputs = _estimator_inputs(t, idx, comp)
     t1 = time.perf_counter()
     # A completion cut off at the token limit is paid only through an answer
@@ -153,10 +155,23 @@ def _round(
     return Batch(idx, comp, scores.total, scores.columns, advantages), adv
 
 
+def with_environments(rows: Sequence[dict[str, Any]], comp: Completions) -> list[dict[str, Any]]:
+    """The rows as reward functions get them: with each rollout's environment
+    (``environments=``, TRL's keyword) when an environment factory made them."""
+    envs = None if comp.episodes is None else comp.episodes.environments
+    if envs is None:
+        return list(rows)
+    return [{**r, "environments": e} for r, e in zip(rows, envs, strict=True)]
+
+
 def _sample(t: Parts, idx: np.ndarray, n: int, params: SamplingParams) -> Completions:
+    # Environments reset from each prompt's dataset row (grpo_fast.tools).
+    extra = (
+        {"rows": [t.train_rows[i] for i in idx]} if getattr(t.sampler, "wants_rows", False) else {}
+    )
     with t.precision.autocast():
         comp: Completions = t.policy.with_full_weights(
-            t.sampler.sample, [t.train_prompts[i] for i in idx], n, params
+            t.sampler.sample, [t.train_prompts[i] for i in idx], n, params, **extra
         )
     return comp
 

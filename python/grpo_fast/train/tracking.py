@@ -428,6 +428,7 @@ _LINE = (
     ("entropy", "entropy"),
     ("completions/mean_length", "length"),
     ("frac_reward_zero_std", "zero_std"),
+    ("tools/call_frequency", "tool_calls"),  # runs with tools only (docs/tools.md)
     ("eval_accuracy", "eval_accuracy"),
 )
 

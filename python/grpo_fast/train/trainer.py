@@ -24,7 +24,7 @@ import dataclasses
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ import transformers
 from grpo_fast.errors import InvalidInputError, TrainingInterrupted
 from grpo_fast.run_rewards import RewardLike, RunRewards
 from grpo_fast.sampling import HFSampler, SamplingParams, truncated
+from grpo_fast.tools.rollouts import RolloutFuncSampler, build_tools, environment_rewards
 from grpo_fast.train import rollout, state, update
 from grpo_fast.train.async_rollouts import RolloutProducer
 from grpo_fast.train.build import (
@@ -134,6 +135,9 @@ class Trainer:
         rewards: RewardLike | Sequence[RewardLike] | None = None,
         train_rows: Sequence[dict[str, Any]] | None = None,
         eval_rows: Sequence[dict[str, Any]] | None = None,
+        tools: Sequence[Callable[..., Any]] | None = None,
+        environment_factory: Callable[[], Any] | None = None,
+        rollout_func: Callable[[list[str], Any], dict[str, Any]] | None = None,
     ) -> None:
         config.validate()
         self.dist = Distributed.from_env(device_type(config.device))
@@ -155,10 +159,20 @@ class Trainer:
         self.config = cfg = fit_max_steps(cfg, len(self.train_rows), self.dist.world)
         # Compared before anything loads: a resume that would mix two runs costs nothing.
         # Options handed over as objects are not the config's to compare.
-        given = {"reward": rewards, "train_file": train_rows, "eval_file": eval_rows}
+        given = {
+            "reward": rewards,
+            "train_file": train_rows,
+            "eval_file": eval_rows,
+            "tool": tools or environment_factory,
+        }
         self.resume_changes = _resume_changes(cfg, resume, {**given, "model": model})
+        self.tools = build_tools(cfg, tools, environment_factory)
         self.rewards = RunRewards.build(
-            list(cfg.reward) if rewards is None else rewards, max_new_tokens=cfg.max_new_tokens
+            [
+                *(list(cfg.reward) if rewards is None else _as_list(rewards)),
+                *environment_rewards(environment_factory),
+            ],
+            max_new_tokens=cfg.max_new_tokens,
         )
         self.process = build_process_reward(cfg)
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg.model)
@@ -171,6 +185,10 @@ class Trainer:
         self.sampler = (
             sampler if sampler is not None else build_sampler(cfg, self.model, self.tokenizer)
         )
+        if rollout_func is not None:  # the user drives generation (TRL's rollout_func)
+            self.sampler = RolloutFuncSampler(rollout_func, self, self.sampler)
+        elif self.tools is not None:  # multi-turn rollouts around the backend
+            self.sampler = self.tools.wrap(self.sampler, self.tokenizer)
         self.optimizer = build_optimizer(cfg, self.model)
         self.scheduler = build_scheduler(cfg, self.optimizer)
         self.prompts = build_prompt_order(cfg, len(self.train_rows))
@@ -197,14 +215,26 @@ class Trainer:
         template), cut to ``max_prompt_length`` and checked with the completion against
         the model's positions before its weights load."""
         cfg = self.config
-        template = {"system_prompt": cfg.system_prompt, "chat_template": cfg.chat_template}
+        template: dict[str, Any] = {
+            "system_prompt": cfg.system_prompt,
+            "chat_template": cfg.chat_template,
+        }
         warning = plain_prompt_warning(self.train_rows, self.tokenizer, **template)
         if warning and self.is_main:
             say(warning)
+        schemas = None if self.tools is None else self.tools.schemas
         rendered = {
-            what: render_prompts(rows, self.tokenizer, **template, what=what)
+            what: render_prompts(rows, self.tokenizer, **template, tools=schemas, what=what)
             for what, rows in (("train", self.train_rows), ("eval", self.eval_rows))
         }
+        if schemas and self.is_main:
+            plain = render_prompts(self.train_rows[:1], self.tokenizer, **template)
+            if plain == rendered["train"][:1] and not isinstance(self.train_rows[0]["prompt"], str):
+                say(
+                    "the chat template ignores tools= (the prompts do not show the tools' "
+                    "schemas; SmolLM2's is one such): the model learns of the tools only from "
+                    "the prompt's own text; docs/tools.md"
+                )
         fitted = fit_prompts(cfg, self.tokenizer, model, rendered, verbose=self.is_main)
         return fitted["train"], fitted["eval"]
 
@@ -274,6 +304,7 @@ class Trainer:
             "step": self.step_count,
             **stats,
             **losses,
+            **self._episode_stats(batch),
             # TRL's names (grpo_fast.train.tracking: LEGACY_NAMES lists the older ones).
             "completions/mean_length": float(every.mean()) if len(every) else 0.0,
             "completions/min_length": float(every.min()) if len(every) else 0.0,
@@ -283,6 +314,29 @@ class Trainer:
             "tokens_per_s": n_tokens * self.dist.world / max(t2 - t0, 1e-9),
             "time_step": t2 - t0,
             "time_loss": t2 - t1,
+        }
+
+    def _episode_stats(self, batch: Batch) -> dict[str, float]:
+        """Tool use of the step's rollouts, every rank's: TRL's ``tools/call_frequency``
+        (calls per rollout) and ``tools/failure_frequency`` (failed calls per call), and
+        ours: the share of rollouts that call a tool, errors, turns, and rollouts a limit
+        ended while they were calling tools (``--max-tool-calls``, the token budget)."""
+        ep = batch.completions.episodes
+        if ep is None:
+            return {}
+        calls = self.dist.gather(np.array(ep.tool_calls, np.float64))
+        errors = self.dist.gather(np.array(ep.tool_errors, np.float64))
+        turns = self.dist.gather(np.array(ep.turns, np.float64))
+        cut = self.dist.gather(np.array(ep.cut, np.float64))
+        if not len(calls):
+            return {}
+        return {
+            "tools/call_frequency": float(calls.mean()),
+            "tools/failure_frequency": float(errors.sum() / calls.sum()) if calls.sum() else 0.0,
+            "tools/episodes_with_call": float((calls > 0).mean()),
+            "tools/errors": float(errors.sum()),
+            "tools/turns_mean": float(turns.mean()),
+            "tools/cut_ratio": float(cut.mean()),
         }
 
     @property
@@ -322,8 +376,9 @@ class Trainer:
         rows, prompts = self.eval_rows[mine], self.eval_prompts[mine]
         with self.precision.autocast():
             sampler = self._eval_sampler or self.sampler
+            extra = {"rows": rows} if getattr(sampler, "wants_rows", False) else {}
             comp = self.policy.with_full_weights(
-                lambda: sampler.sample(prompts, 1, greedy) if prompts else None
+                lambda: sampler.sample(prompts, 1, greedy, **extra) if prompts else None
             )
         first: list[float] = []
         total: list[float] = []
@@ -331,7 +386,7 @@ class Trainer:
             cut = truncated(comp, self.tokenizer.eos_token_id, self.config.max_new_tokens)
             scores = self.rewards.score(
                 comp.texts,
-                rows,
+                rollout.with_environments(rows, comp),
                 completion_ids=comp.completion_ids,
                 truncated=cut,
                 # transformers' TrainerState imports peft: built for functions only.
@@ -363,6 +418,8 @@ class Trainer:
                 set_rng_state(self.rollout_state["rng"])
             if self.config.sampler != "hf":  # the server is some versions behind: evaluate here
                 self._eval_sampler = HFSampler(self.model, self.tokenizer, logprobs=False)
+                if self.tools is not None:
+                    self._eval_sampler = self.tools.wrap(self._eval_sampler, self.tokenizer)
             with RolloutProducer(self) as producer:
                 return self._train_loop(stop, producer)
 
@@ -507,3 +564,8 @@ def _resume_changes(cfg: TrainerConfig, resume: Path | None, handed: dict[str, A
         return []
     given = [name for name, value in handed.items() if value is not None]
     return check_resume_config(resume, dataclasses.asdict(cfg), force=cfg.resume_force, given=given)
+
+
+def _as_list(rewards: Any) -> list[Any]:
+    """A run's rewards as a list (one reward, or a list of them)."""
+    return list(rewards) if isinstance(rewards, list | tuple) else [rewards]

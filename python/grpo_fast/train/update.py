@@ -27,7 +27,7 @@ from grpo_fast.train.forward import Packed, pack
 from grpo_fast.train.rollout import Batch
 from grpo_fast.train.tracking import current_name
 
-__all__ = ["Parts", "Shaped", "apply", "logprobs", "optimize", "shape"]
+__all__ = ["Parts", "Shaped", "apply", "logprobs", "optimize", "pack_mask", "shape"]
 
 
 class Parts(Protocol):
@@ -75,6 +75,10 @@ def shape(t: Parts, batch: Batch) -> Shaped:
     cut = truncated(comp, t.tokenizer.eos_token_id, cfg.max_new_tokens)
     # DAPO's overlong filtering: a cut-off answer is neither right nor wrong; no loss.
     loss_mask = packed.completion_mask
+    if comp.tool_mask is not None:
+        # Multi-turn rollouts: the tools' and environments' tokens are context, not the
+        # model's actions; no loss, KL or entropy on them (TRL's tool_mask).
+        loss_mask = loss_mask & pack_mask(comp.tool_mask, width, t.device)
     if cfg.mask_truncated_completions:
         loss_mask = loss_mask & ~torch.from_numpy(cut).to(t.device)[:, None]
     if comp.logprobs is None and t.loss_options.sampler_correction != "none":
@@ -85,6 +89,22 @@ def shape(t: Parts, batch: Batch) -> Shaped:
         )
     sampler_logp = pad_sampler_logprobs(comp.logprobs, comp.completion_ids, width, t.device)
     return Shaped(packed, advantages, loss_mask, sampler_logp, cut)
+
+
+def pack_mask(rows: list[list[int]], width: int, device: Any = "cpu") -> torch.Tensor:
+    """0/1 lists right-padded with 0 to ``width``, as a bool tensor ``[N, width]``.
+
+    Examples
+    --------
+    >>> pack_mask([[1, 0, 1], [1]], 4)
+    tensor([[ True, False,  True, False],
+            [ True, False, False, False]])
+    """
+    out = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        if r:
+            out[i, : len(r)] = torch.tensor(r[:width], dtype=torch.bool)
+    return out.to(device)
 
 
 def logprobs(t: Parts, model: Any, packed: Packed) -> tuple[torch.Tensor, torch.Tensor]:

@@ -78,7 +78,7 @@ impl<'a> Scan<'a> {
         }
         // A box that hedges (`\boxed{381 or 391}`, `\boxed{not 3}`) says so.
         for p in e.parts.clone() {
-            let (hedge, offers) = hedge_of(p);
+            let (hedge, offers) = hedge_of(p, true);
             if e.hedge.is_none() {
                 e.hedge = hedge;
             }

@@ -171,28 +171,55 @@ pub(super) fn last_math_span(text: &str) -> Option<(usize, &str)> {
 pub(super) const CHOICES: std::ops::RangeInclusive<u8> = b'A'..=b'J';
 
 /// The last `(X)` in the tail, or a lone capital letter ending the text
-/// (`…so the best option is B.`): (end, letter).
-pub(super) fn last_choice(text: &str, tail: usize) -> Option<(usize, &str)> {
+/// (`…so the best option is B.`): (end, letter). Against a gold that is a
+/// letter (`letter_gold`), any capital counts (`K`), and so does one letter
+/// repeated as some prompts ask (`the string would be CCCC`): the part is
+/// the run, which the verifier reads as its letter; a run of different
+/// letters (`ABCD`) is no choice.
+pub(super) fn last_choice(text: &str, tail: usize, letter_gold: bool) -> Option<(usize, &str)> {
     let bytes = text.as_bytes();
+    let is_choice = |c: u8| {
+        if letter_gold {
+            c.is_ascii_uppercase()
+        } else {
+            CHOICES.contains(&c)
+        }
+    };
     let mut last = None;
     let region = &bytes[tail..];
     for k in memchr::memchr_iter(b'(', region) {
         let at = tail + k;
-        if bytes.get(at + 2) == Some(&b')') && CHOICES.contains(&bytes[at + 1]) {
+        if bytes.get(at + 2) == Some(&b')') && is_choice(bytes[at + 1]) {
             last = Some((at + 3, &text[at + 1..at + 2]));
         }
     }
     let t = trim_value(text.trim_end_matches(['$', '*', ')', '}']));
     let end = t.as_ptr() as usize - text.as_ptr() as usize + t.len();
-    if end >= 1 && end > tail && CHOICES.contains(&bytes[end - 1]) {
-        let lone =
-            end == 1 || !(bytes[end - 2].is_ascii_alphanumeric() || unit_before(&text[..end - 1]));
+    if end >= 1 && end > tail && is_choice(bytes[end - 1]) {
+        let letter = bytes[end - 1];
+        let run = if letter_gold {
+            bytes[..end]
+                .iter()
+                .rev()
+                .take(MAX_LETTER_RUN + 1)
+                .take_while(|&&c| c == letter)
+                .count()
+        } else {
+            1
+        };
+        let start = end - run;
+        let lone = run <= MAX_LETTER_RUN
+            && (start == 0
+                || !(bytes[start - 1].is_ascii_alphanumeric() || unit_before(&text[..start])));
         if lone && last.is_none_or(|(e, _)| e < end) {
-            last = Some((end, &text[end - 1..end]));
+            last = Some((end, &text[start..end]));
         }
     }
     last
 }
+
+/// The longest run of one letter read as that letter (`DDDDD`).
+pub(crate) const MAX_LETTER_RUN: usize = 10;
 
 /// Whether `before` ends in a degree sign (`5°`, `5^\\circ`, `5^{\\circ}`,
 /// spaces allowed): a capital letter after it is a unit (`5°C`), not a

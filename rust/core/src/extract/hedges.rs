@@ -22,6 +22,9 @@ pub(super) enum Prose<'a> {
     Qualified,
     /// The value breaks off (`3 or` at the end).
     Unfinished,
+    /// Every value is an end of a range or one of a set of candidates
+    /// (`between 4 and 6`, `5 to 7`, `one of 12, 13 and 14`).
+    Range,
     /// Some values are negated, qualified, restated or explain; the last
     /// plain one ends here.
     Upto(usize),
@@ -68,6 +71,93 @@ struct Run {
     restated: bool,
 }
 
+/// A range being read (docs/verify_semantics.md rule 14): `between A and
+/// B`, `from A to B`, `A to B`, `A through B`, `one of A, B and C`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Range {
+    None,
+    /// `between` (joined by `and`) or `from` (joined by `to`): the first end
+    /// comes within the words left.
+    Opened(Join, u8),
+    /// The first end was read (its start).
+    First(Join, usize),
+    /// The join was read after the first end: the second end comes next.
+    Joined(usize),
+    /// `one of`: the start of `one`, the candidates read, the words left
+    /// before the first.
+    OneOf(usize, u8, u8),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Join {
+    And,
+    To,
+}
+
+/// Words after which `from A to B` and `A to B` are a change or a
+/// conversion, not a range (`it rose from 5 to 7`, `round 4.6 to 5`).
+const CHANGES: [&str; 40] = [
+    "round",
+    "rounds",
+    "rounded",
+    "rounding",
+    "increase",
+    "increases",
+    "increased",
+    "decrease",
+    "decreases",
+    "decreased",
+    "rise",
+    "rises",
+    "rose",
+    "grow",
+    "grows",
+    "grew",
+    "go",
+    "goes",
+    "went",
+    "fall",
+    "falls",
+    "fell",
+    "drop",
+    "drops",
+    "dropped",
+    "jump",
+    "jumps",
+    "jumped",
+    "change",
+    "changes",
+    "changed",
+    "convert",
+    "converts",
+    "converted",
+    "add",
+    "adds",
+    "added",
+    "adding",
+    "move",
+    "moved",
+];
+
+/// Words before `A-B` (a hyphen between two numbers, no spaces) that make it
+/// a range, not a subtraction (`roughly 10-12`, `pages 4-6`).
+const APPROX: [&str; 14] = [
+    "about",
+    "around",
+    "roughly",
+    "approximately",
+    "approx",
+    "circa",
+    "somewhere",
+    "anywhere",
+    "some",
+    "range",
+    "ranges",
+    "ranging",
+    "pages",
+    "between",
+];
+
 #[derive(Debug)]
 struct Reader {
     neg: Neg,
@@ -111,6 +201,18 @@ struct Reader {
     and_choices: bool,
     other_words: bool,
     runs: Vec<Run>,
+    /// A value was an end of a range or a candidate of a set (rule 14).
+    any_range: bool,
+    range: Range,
+    /// Words left during which a verb of change or conversion (see
+    /// [`CHANGES`]) makes `from A to B` and `A to B` no range.
+    change: u8,
+    /// The last word was `any` (`any of 12, 13 and 14`).
+    any: bool,
+    /// The start of the last value when it is the word `one` (`one of ...`).
+    one: Option<usize>,
+    /// A range completed by the value being read: its first end's start.
+    pending_range: Option<usize>,
 }
 
 impl Reader {
@@ -140,7 +242,111 @@ impl Reader {
             and_choices: true,
             other_words: false,
             runs: Vec::new(),
+            any_range: false,
+            range: Range::None,
+            change: 0,
+            any: false,
+            one: None,
+            pending_range: None,
         }
+    }
+
+    /// The range reader's view of a value, before it is read as a value.
+    fn range_value(&mut self, (start, _): Span, int: Option<i64>) {
+        let joined = matches!(self.since, Since::Nothing | Since::Joined);
+        self.range = match self.range {
+            Range::Opened(join, _) => Range::First(join, start),
+            Range::Joined(from) => {
+                self.pending_range = Some(from);
+                Range::None
+            }
+            Range::OneOf(from, n, words) if n == 0 || joined => {
+                Range::OneOf(from.min(start), n.saturating_add(1), words)
+            }
+            Range::OneOf(..) => {
+                self.close_one_of();
+                Range::None
+            }
+            Range::First(..) | Range::None => Range::None,
+        };
+        self.one = (int == Some(1)).then_some(start);
+    }
+
+    /// The range reader's view of a word, before it is read as a word.
+    fn range_word(&mut self, w: &str) {
+        let is = |s: &str| w.eq_ignore_ascii_case(s);
+        let to = is("to") || is("through") || is("thru");
+        // `rose from 5 to 7`, `round 4.6 to 5`: a change within two words before.
+        let change = self.change > 0;
+        self.change = if CHANGES.iter().any(|c| is(c)) {
+            3
+        } else {
+            self.change.saturating_sub(1)
+        };
+        let any = std::mem::replace(&mut self.any, is("any"));
+        self.range = match self.range {
+            Range::First(Join::And, from) if is("and") => Range::Joined(from),
+            Range::First(Join::To, from) if to => Range::Joined(from),
+            // `from 7 up to 9`, `from 7 all the way to 9`.
+            Range::First(Join::To, from) if is("up") || is("all") || is("the") || is("way") => {
+                Range::First(Join::To, from)
+            }
+            Range::Opened(join, n) if n > 0 => Range::Opened(join, n - 1),
+            Range::OneOf(from, 0, n) if n > 0 => Range::OneOf(from, 0, n - 1),
+            Range::OneOf(from, k, n) if k > 0 && (is("and") || is("or")) => {
+                Range::OneOf(from, k, n)
+            }
+            Range::OneOf(..) => {
+                self.close_one_of();
+                Range::None
+            }
+            Range::None if is("between") => Range::Opened(Join::And, 2),
+            Range::None if is("from") && !change => Range::Opened(Join::To, 2),
+            // `5 to 7`, right after the value.
+            Range::None if to && !change && self.since == Since::Nothing => match self.last {
+                Some(((s, _), ..)) if self.one.is_none() => Range::Joined(s),
+                _ => Range::None,
+            },
+            Range::None if is("of") && self.since == Since::Nothing => match self.one {
+                Some(s) => Range::OneOf(s, 0, 2),
+                None => Range::None,
+            },
+            // `any of 12, 13 and 14`: the candidates start after `of`.
+            Range::None if is("of") && any => Range::OneOf(usize::MAX, 0, 2),
+            _ => Range::None,
+        };
+    }
+
+    /// The end of a sentence: a range still open lapses.
+    fn range_stop(&mut self) {
+        self.close_one_of();
+        self.range = Range::None;
+        self.change = 0;
+    }
+
+    /// `one of A, B and C` with two candidates or more is a set of candidates.
+    fn close_one_of(&mut self) {
+        if let Range::OneOf(from, n, _) = self.range {
+            if n >= 2 {
+                self.void_range(from);
+            }
+        }
+    }
+
+    /// The values from `start` on are the ends of a range or candidates of
+    /// a set, not values; the `and` or `or` between them offers no
+    /// alternative.
+    fn void_range(&mut self, start: usize) {
+        self.plain.retain(|&e| e <= start);
+        if let Some((span, _, choice)) = self.last {
+            if span.1 > start {
+                self.last = Some((span, false, choice));
+            }
+        }
+        self.any_range = true;
+        self.and_alt = self.and_alt.filter(|a| a.1 <= start);
+        self.alt = self.alt.filter(|a| a.1 <= start);
+        self.pending_and = None;
     }
 
     fn value(&mut self, (start, end): Span, int: Option<i64>, choice: bool) {
@@ -148,6 +354,7 @@ impl Reader {
             self.case_value |= self.condition.is_some();
             return;
         }
+        self.range_value((start, end), int);
         self.any_val = true;
         self.first_start.get_or_insert(start);
         let denied = self.neg != Neg::None;
@@ -206,6 +413,9 @@ impl Reader {
         self.last = Some(((start, end), plain, choice));
         self.since = Since::Nothing;
         self.prev_word = None;
+        if let Some(from) = self.pending_range.take() {
+            self.void_range(from);
+        }
     }
 
     fn push_run(&mut self, run: Run) {
@@ -232,6 +442,9 @@ impl Reader {
     }
 
     fn word(&mut self, w: &str) {
+        if !self.stopped {
+            self.range_word(w);
+        }
         let class = words::class(w);
         if let Some(c) = self.condition {
             let other_case = w.eq_ignore_ascii_case("otherwise")
@@ -381,6 +594,7 @@ impl Reader {
     }
 
     fn finish<'a>(mut self, v: &'a str) -> Reading<'a> {
+        self.close_one_of();
         let dangling = self.pending_or.map(|(_, class)| class);
         let text = |(s, e): Span| v[s..e].trim();
         let alt = self.alt.or(self
@@ -406,10 +620,12 @@ impl Reader {
             match self.plain.last() {
                 None if self.any_negated => Prose::Negated,
                 None if self.any_qualified => Prose::Qualified,
+                None if self.any_range => Prose::Range,
                 None => Prose::Plain,
                 Some(&end)
                     if self.any_negated
                         || self.any_qualified
+                        || self.any_range
                         || self.stopped
                         || self.runs.iter().any(|r| r.restated) =>
                 {
@@ -462,27 +678,46 @@ impl Reader {
 /// `namely` or `equivalently` restate it, and values after `because` or
 /// `e.g.` are not read. One pass, linear.
 pub(super) fn read_prose(v: &str) -> Reading<'_> {
-    read(v, false)
+    read(v, false, false)
 }
 
 /// [`read_prose`] of the sentence a value found without a marker stands in:
 /// `because`, `e.g.`, `also` and `respectively` are words like any other there.
 pub(super) fn read_sentence(v: &str) -> Reading<'_> {
-    read(v, true)
+    read(v, true, false)
 }
 
-fn read(v: &str, in_reasoning: bool) -> Reading<'_> {
+/// `math`: `v` is a box's content, where a dash between numbers is a minus
+/// (`\\boxed{10 – 3}` is 7), never a range.
+fn read(v: &str, in_reasoning: bool, math: bool) -> Reading<'_> {
     let mut r = Reader::new(in_reasoning);
+    // The value just read, and whether an approximation word came right
+    // before it (`roughly 10-12`); whether the last token is such a word.
+    let mut prev: Option<(Span, bool)> = None;
+    let mut approx = false;
     for tok in Tokens::new(v) {
+        let before = prev.take();
+        let after_approx = std::mem::take(&mut approx);
         match tok {
-            Tok::Value { span, int, choice } => r.value(span, int, choice),
+            Tok::Value { span, int, choice } => {
+                r.value(span, int, choice);
+                if let Some((p, approx_p)) = before {
+                    if !math && !r.stopped && dash_range(v, p, span, approx_p) {
+                        r.void_range(p.0);
+                    }
+                }
+                prev = Some((span, after_approx));
+            }
             Tok::Math((s, _)) => {
                 r.run.get_or_insert((s, false));
                 if r.since != Since::Nothing {
                     r.since = Since::Other;
                 }
             }
-            Tok::Word(w, _) => r.word(w),
+            Tok::Word(w, _) => {
+                r.word(w);
+                approx = APPROX.iter().any(|a| w.eq_ignore_ascii_case(a));
+            }
             Tok::Ellipsis(_) => {
                 if r.after_value() && !r.stopped {
                     let from = r.alt.map_or(r.run.map_or(0, |x| x.0), |a| a.0);
@@ -511,24 +746,83 @@ fn read(v: &str, in_reasoning: bool) -> Reading<'_> {
                     r.neg = Neg::None;
                 }
                 r.since = Since::Other;
+                r.range_stop();
             }
         }
     }
     r.finish(v)
 }
 
-/// Whether one extracted part hedges, and its offers.
-pub(super) fn hedge_of(part: &str) -> (Option<Hedge>, Vec<Offer<'_>>) {
+/// Whether two numbers read one after the other are a range written with a
+/// dash (rule 14): an en or em dash, `--` or a tilde between them in prose
+/// (`5–7`, `5 — 7`, `5--7`, `5~7`, `$5$–$7$`),
+/// or a hyphen (`10-12`, `10 - 12`) after an approximation or range word
+/// (`roughly 10-12`, `pages 4-6`) or before a word (`5-7 days`). A hyphen
+/// alone is a subtraction (`10-6`, `10-6 = 4`), and `$…$` is one value, so
+/// math is never read this way.
+fn dash_range(v: &str, (ps, pe): Span, (s, e): Span, approx: bool) -> bool {
+    let number = |t: &str| {
+        let t = t.strip_suffix('%').unwrap_or(t);
+        // `$5$–$7$`: each end in its own math span.
+        let t = t
+            .strip_prefix('$')
+            .and_then(|t| t.strip_suffix('$'))
+            .unwrap_or(t);
+        !t.is_empty()
+            && t.bytes()
+                .all(|c| c.is_ascii_digit() || c == b'.' || c == b',')
+    };
+    let (a, b) = (&v[ps..pe], &v[s..e]);
+    if !number(a) {
+        return false;
+    }
+    let rest = v[e..].trim_start_matches(' ');
+    if rest.starts_with('=') {
+        return false;
+    }
+    // The sign the number reader gave the second end belongs to the dash.
+    let (gap, b) = match b.strip_prefix('-') {
+        Some(b) => (format!("{}-", v[pe..s].trim()), b),
+        None => (v[pe..s].trim().to_owned(), b),
+    };
+    if !number(b) {
+        return false;
+    }
+    match gap.as_str() {
+        // `5–7`, `5 — 7`, `5~7`, and LaTeX's `5--7`.
+        "\u{2013}" | "\u{2014}" | "~" | "--" => true,
+        // `roughly 10-12`, `5-7 days`, `5 - 7 days`.
+        "-" => {
+            let word: &str = rest
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .next()
+                .unwrap_or("");
+            let word_after = v[e..].starts_with(' ')
+                && word.len() >= 2
+                && words::class(word) == Class::Other
+                && !["plus", "minus", "times", "divided", "mod"]
+                    .iter()
+                    .any(|o| word.eq_ignore_ascii_case(o));
+            approx || word_after
+        }
+        _ => false,
+    }
+}
+
+/// Whether one extracted part hedges, and its offers. `math`: the part is a
+/// box's content (a dash between numbers is a minus there).
+pub(super) fn hedge_of(part: &str, math: bool) -> (Option<Hedge>, Vec<Offer<'_>>) {
     if !has_words(part) {
         return (None, Vec::new());
     }
-    let r = read_prose(part);
+    let r = read(part, false, math);
     let hedge = match r.prose {
         _ if r.overflow => Some(Hedge::Proposed),
         Prose::Alternatives(_) => Some(Hedge::Alternatives),
         Prose::Negated => Some(Hedge::Negated),
         Prose::Qualified => Some(Hedge::Qualified),
         Prose::Unfinished => Some(Hedge::Unfinished),
+        Prose::Range => Some(Hedge::Range),
         // A box that only partly holds its answer (`\boxed{3 \text{ is wrong}, 4}`)
         // is read whole; the verdict above already voided what it must.
         Prose::Plain | Prose::Upto(_) => None,

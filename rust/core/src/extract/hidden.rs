@@ -18,23 +18,33 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 use memchr::memmem;
 
 /// The constructs' openings; a hit is only a candidate, read by [`Blanker::at`].
-const TRIGGERS: [&str; 8] = [
+/// Each starts with `~`, `<`, `[` or a backslash.
+const TRIGGERS: [&str; 15] = [
     "~~",
     "<",
     "[^",
     "\\color",
     "\\textcolor",
-    "phantom",
-    "lap",
+    "\\phantom",
+    "\\hphantom",
+    "\\vphantom",
+    "\\llap",
+    "\\rlap",
+    "\\clap",
+    "\\mathllap",
+    "\\mathrlap",
+    "\\mathclap",
     "\\smash",
 ];
 
-fn triggers() -> &'static AhoCorasick {
+/// The names of the commands among the triggers: searched for without their
+/// backslash, a byte too common in LaTeX to search for.
+fn names() -> &'static AhoCorasick {
     static AC: OnceLock<AhoCorasick> = OnceLock::new();
     AC.get_or_init(|| {
         AhoCorasickBuilder::new()
             .match_kind(MatchKind::LeftmostFirst)
-            .build(TRIGGERS)
+            .build(["color", "phantom", "lap", "smash"])
             .expect("fixed trigger patterns always build")
     })
 }
@@ -56,14 +66,47 @@ pub(super) fn shown(text: &str) -> Cow<'_, str> {
         no_close: [false; STRUCK.len()],
         para_end: 0,
     };
-    let mut pos = 0;
-    while pos < b.len() {
-        let Some(m) = triggers().find(Input::new(b).range(pos..)) else {
-            break;
+    // `~`, `<` and `[` are rare: one SIMD search for the three. The commands
+    // are found by their names (`\cdot`, `\frac` are no candidates); each
+    // search resumes only when the scan has passed its last hit.
+    let next = |from: usize, k: Option<usize>| k.map_or(b.len(), |k| from + k);
+    let command = |mut from: usize| loop {
+        let Some(m) = names().find(Input::new(b).range(from..)) else {
+            return b.len();
         };
-        pos = blank
-            .at(m.start(), m.pattern().as_usize())
-            .max(m.start() + 1);
+        // The command whose name this is: `\textcolor`, `\hphantom`, `\mathllap`.
+        let start = TRIGGERS.iter().find_map(|t| {
+            let s = m.end().checked_sub(t.len())?;
+            (s >= from && t.starts_with('\\') && b[s..].starts_with(t.as_bytes())).then_some(s)
+        });
+        match start {
+            Some(s) => return s,
+            None => from = m.start() + 1,
+        }
+    };
+    let mut pos = 0;
+    let mut punct = next(0, memchr::memchr3(b'~', b'<', b'[', b));
+    let mut slash = command(0);
+    while pos < b.len() {
+        if punct < pos {
+            punct = next(pos, memchr::memchr3(b'~', b'<', b'[', &b[pos..]));
+        }
+        if slash < pos {
+            slash = command(pos);
+        }
+        let k = punct.min(slash);
+        if k >= b.len() {
+            break;
+        }
+        // The first trigger in the list that starts here (as a leftmost-first
+        // automaton would report it).
+        pos = match TRIGGERS
+            .iter()
+            .position(|t| b[k..].starts_with(t.as_bytes()))
+        {
+            Some(id) => blank.at(k, id).max(k + 1),
+            None => k + 1,
+        };
     }
     match blank.out {
         // Only ASCII bytes whole characters were replaced by spaces.
@@ -97,24 +140,11 @@ impl Blanker<'_> {
             "<" => self.tag(k),
             "[^" => self.footnote(k),
             "\\color" | "\\textcolor" => self.color(k, TRIGGERS[id].len()),
-            "phantom" => {
-                // `\phantom`, `\hphantom`, `\vphantom`.
-                let s = match k.checked_sub(1).map(|i| b[i]) {
-                    Some(b'\\') => k - 1,
-                    Some(b'h' | b'v') if k >= 2 && b[k - 2] == b'\\' => k - 2,
-                    _ => return k + 7,
-                };
-                self.command_group(s, k + 7, true)
-            }
-            "lap" => {
-                // `\llap`, `\rlap`, `\clap`, `\mathllap`, ...: an overlay
-                // prints over its neighbours; what it holds is no answer.
-                let s = match k.checked_sub(2) {
-                    Some(i) if b[i] == b'\\' && matches!(b[i + 1], b'l' | b'r' | b'c') => i,
-                    Some(i) if i >= 4 && &b[i - 4..=i] == b"\\math" => i - 4,
-                    _ => return k + 3,
-                };
-                self.command_group(s, k + 3, true)
+            // `\phantom`, `\hphantom`, `\vphantom`; overlays (`\llap`,
+            // `\rlap`, `\clap`, `\mathllap`, ...) print over their
+            // neighbours: what they hold is no answer.
+            t if t.ends_with("phantom") || t.ends_with("lap") => {
+                self.command_group(k, k + t.len(), true)
             }
             // `\smash{x}` shows x: only the command goes.
             _ => {

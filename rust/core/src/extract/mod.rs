@@ -11,9 +11,10 @@
 //! One file per concept: [`region`] (special tokens, reasoning blocks),
 //! [`hidden`] (text a reader does not see), [`markers`] (the line markers
 //! and their values), [`boxes`], [`hedges`] (what an answer's words say
-//! about its values), [`retract`] (an answer taken back after it is given),
-//! [`fallback`] (the no-marker rules) and [`scan`] (the rules in priority
-//! order).
+//! about its values, ranges included), [`quantity`] (compound quantities:
+//! `7 hours 30 minutes` is one answer), [`retract`] (an answer taken back
+//! after it is given), [`fallback`] (the no-marker rules) and [`scan`] (the
+//! rules in priority order).
 
 use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
@@ -24,6 +25,7 @@ mod fallback;
 mod hedges;
 mod hidden;
 mod markers;
+mod quantity;
 mod region;
 mod retract;
 mod scan;
@@ -33,6 +35,8 @@ mod tests;
 mod tokens;
 mod words;
 
+pub(crate) use fallback::MAX_LETTER_RUN;
+pub use quantity::Quantity;
 use region::strip_special_tokens;
 pub use region::{answer_region, UNCLOSED_THINK};
 use scan::Scan;
@@ -178,6 +182,9 @@ pub struct Extracted<'a> {
     /// verifier compares them): alternatives, restatements and proposals
     /// after the final answer.
     pub offers: Vec<Offer<'a>>,
+    /// The answer is a compound quantity (`7 hours 30 minutes`, rule 15):
+    /// its value in its first and its last unit, the only values it answers.
+    pub quantity: Option<Quantity>,
 }
 
 impl<'a> Extracted<'a> {
@@ -187,6 +194,7 @@ impl<'a> Extracted<'a> {
             rule,
             hedge: None,
             offers: Vec::new(),
+            quantity: None,
         }
     }
 }
@@ -214,6 +222,9 @@ pub enum Hedge {
     /// The last value of a table or list of cases (`| n odd | 3 |` then `|
     /// n even | 4 |`): one case of several, not the answer.
     Cases,
+    /// A range or a set of candidates, not a value (`between 4 and 6`, `5 to
+    /// 7`, `roughly 10-12`, `one of 12, 13 and 14`: rule 14).
+    Range,
 }
 
 impl Hedge {
@@ -227,6 +238,7 @@ impl Hedge {
             Hedge::Proposed => "another answer offered after the final one, or too many offered",
             Hedge::Unevaluated => "an expression of the question, not a stated result",
             Hedge::Cases => "one case of a table or list of cases, not an answer",
+            Hedge::Range => "a range or a set of candidates, not a value",
         }
     }
 }
@@ -354,7 +366,7 @@ pub fn find_visible<'s>(
             continue;
         }
         if let Some(e) = scan.apply(rule, opts)? {
-            return Ok(e);
+            return Ok(with_quantity(e, &shown.text));
         }
     }
     Err(if hints.truncated {
@@ -362,6 +374,40 @@ pub fn find_visible<'s>(
     } else {
         NO_ANSWER
     })
+}
+
+/// The value in its first unit of a text that is only a compound quantity
+/// (`7 hours 30 minutes`, `$3 \\text{ m } 20 \\text{ cm}$.`), if it is one.
+pub fn whole_quantity(text: &str) -> Option<(i128, i128)> {
+    let t = text.trim().trim_end_matches('.').trim_matches('$').trim();
+    let at = t.as_ptr() as usize - text.as_ptr() as usize;
+    if !t.bytes().next()?.is_ascii_digit() {
+        return None;
+    }
+    let (s, e, q) = quantity::compound_around(text, at, at + 1)?;
+    (s == at && e == at + t.len())
+        .then_some(q.in_first)
+        .flatten()
+}
+
+/// An answer that is part of a compound quantity (`The answer is 7 hours
+/// 30 minutes` found 30) is the whole quantity (rule 15).
+fn with_quantity<'s>(mut e: Extracted<'s>, text: &'s str) -> Extracted<'s> {
+    if e.hedge.is_some() || e.parts.len() != 1 {
+        return e;
+    }
+    let p = e.parts[0];
+    let Some(at) = (p.as_ptr() as usize)
+        .checked_sub(text.as_ptr() as usize)
+        .filter(|at| at + p.len() <= text.len())
+    else {
+        return e;
+    };
+    if let Some((s, t, q)) = quantity::compound_around(text, at, at + p.len()) {
+        e.parts = vec![&text[s..t]];
+        e.quantity = Some(q);
+    }
+    e
 }
 
 /// An answer found in `shown` as the same slices of `region` (see
@@ -392,6 +438,7 @@ fn rebase<'a>(e: Extracted<'_>, shown: &str, region: &'a str) -> Option<Extracte
         rule: e.rule,
         hedge: e.hedge,
         offers,
+        quantity: e.quantity,
     })
 }
 

@@ -90,7 +90,7 @@ impl<'a> Scan<'a> {
                 };
                 (bare && looks_like_an_answer(t)).then(|| {
                     let mut e = one(t);
-                    let (hedge, offers) = hedge_of(t);
+                    let (hedge, offers) = hedge_of(t, true);
                     e.hedge = hedge;
                     e.offers = offers;
                     e
@@ -105,7 +105,7 @@ impl<'a> Scan<'a> {
         let (start, end, close) = self.markers().last_tag?;
         let part = self.text[start..end].trim();
         let mut e = Extracted::new(vec![part], Rule::AnswerTag);
-        let (hedge, offers) = hedge_of(part);
+        let (hedge, offers) = hedge_of(part, false);
         e.hedge = hedge;
         e.offers = offers;
         self.read_coda(&mut e, close);
@@ -177,11 +177,28 @@ impl<'a> Scan<'a> {
             Prose::Negated => return Some(hedged(e, Hedge::Negated)),
             Prose::Qualified => return Some(hedged(e, Hedge::Qualified)),
             Prose::Unfinished => return Some(hedged(e, Hedge::Unfinished)),
+            Prose::Range => return Some(hedged(e, Hedge::Range)),
             // A `$…$` span opened the value: it is the answer.
             Prose::Plain if is_span => return Some(e),
             Prose::Plain => v.len(),
             Prose::Upto(end) => end,
         };
+        // A letter with its option's text (`the best answer is C: 42
+        // apples`): against a letter gold it is the answer whole, not the
+        // option's last number; two options offered (`C: 42 apples or D: 43
+        // pears`) are alternatives against any gold.
+        if !is_span && choice_label(v) {
+            let v = v[..upto.min(v.len())].trim_end();
+            if v[1..].split(' ').skip(1).any(choice_label) {
+                e.parts = vec![v];
+                e.hedge = Some(Hedge::Alternatives);
+                return Some(e);
+            }
+            if self.prefer_choice {
+                e.parts = vec![v];
+                return Some(e);
+            }
+        }
         let v = v.trim_end_matches('?');
         if !is_span && upto >= v.len() && looks_like_an_answer(v) {
             e.parts = vec![v];
@@ -254,6 +271,7 @@ impl<'a> Scan<'a> {
             Prose::Negated => e.hedge = Some(Hedge::Negated),
             Prose::Qualified => e.hedge = Some(Hedge::Qualified),
             Prose::Unfinished => e.hedge = Some(Hedge::Unfinished),
+            Prose::Range => e.hedge = Some(Hedge::Range),
             Prose::Upto(upto) if s + upto < end => {
                 // The value itself is negated, qualified or a restatement.
                 match last_plain_value(&sentence[..upto]) {
@@ -300,7 +318,7 @@ impl<'a> Scan<'a> {
         let found = match rule {
             Rule::Bold => last_bold(text, opts.max_bold_len),
             Rule::MathSpan => last_math_span(text),
-            Rule::Choice => last_choice(text, tail),
+            Rule::Choice => last_choice(text, tail, self.prefer_choice),
             Rule::LastNumber => {
                 let (end, number) = last_number(text, tail)?;
                 let start = offset(number);
@@ -330,6 +348,18 @@ fn take_back<'a>(e: &mut Extracted<'a>, text: &'a str) {
     }));
 }
 
+/// Whether `v` opens with a choice label: `(C) …`, `C: …`, `C) …`, `C. …`.
+fn choice_label(v: &str) -> bool {
+    let b = v.as_bytes();
+    match b {
+        [b'(', c, b')', ..] => c.is_ascii_uppercase(),
+        [c, b':' | b')' | b'.', rest @ ..] => {
+            c.is_ascii_uppercase() && rest.first().is_none_or(|&r| r == b' ')
+        }
+        _ => false,
+    }
+}
+
 /// An extraction that hedges.
 fn hedged(mut e: Extracted<'_>, hedge: Hedge) -> Extracted<'_> {
     e.hedge = Some(hedge);
@@ -337,13 +367,22 @@ fn hedged(mut e: Extracted<'_>, hedge: Hedge) -> Extracted<'_> {
 }
 
 /// The latest-ending value inside a piece of prose: bold, a math span, a
-/// choice letter or a number.
+/// choice letter or a number with the expression it is part of (rule 2:
+/// `the set [4, 6]` answers the interval, never 6).
 fn last_plain_value(w: &str) -> Option<&str> {
+    let number = last_number(w, 0).map(|(end, n)| {
+        let start = n.as_ptr() as usize - w.as_ptr() as usize;
+        let (from, _) = sentence_around(w, start, end);
+        match expression_around(w, from, start, end) {
+            Some((s, e)) => (e.max(end), &w[s..e]),
+            None => (end, n),
+        }
+    });
     [
         last_bold(w, usize::MAX),
         last_math_span(w),
-        last_choice(w, 0),
-        last_number(w, 0),
+        last_choice(w, 0, false),
+        number,
     ]
     .into_iter()
     .flatten()

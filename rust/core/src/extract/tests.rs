@@ -385,7 +385,11 @@ fn a_value_with_its_unit_is_a_bare_answer() {
     assert_eq!(one("3\\sqrt2 inches"), ("3\\sqrt2 inches", Rule::Bare));
     // Prose is not: a word that is no unit, or a unit before more words.
     assert_eq!(one("2\\pi apples"), ("2\\pi", Rule::LastNumber));
-    assert_eq!(one("5 dollars and 3 cents"), ("3", Rule::LastNumber));
+    // A compound quantity is one answer (rule 15), never its last number.
+    assert_eq!(
+        one("5 dollars and 3 cents"),
+        ("5 dollars and 3 cents", Rule::LastNumber)
+    );
     assert_eq!(ans("cm"), Some((vec!["cm"], Rule::Bare)));
 }
 
@@ -832,4 +836,149 @@ fn no_solution_is_an_answer_not_a_retraction() {
         &ExtractOptions::default(),
     );
     assert!(e.is_none_or(|e| e.hedge.is_some()));
+}
+
+#[test]
+fn a_letter_run_answers_only_a_letter_gold() {
+    let letter = Hints {
+        choice: true,
+        ..Hints::default()
+    };
+    let o = ExtractOptions::default();
+    let part = |text: &str, hints: Hints| {
+        find_answer(text, &o, hints)
+            .ok()
+            .and_then(|e| (e.hedge.is_none()).then(|| e.parts.concat()))
+    };
+    assert_eq!(
+        part("Therefore, the string would be CCCC.", letter).as_deref(),
+        Some("CCCC")
+    );
+    assert_eq!(part("so we pick K", letter).as_deref(), Some("K"));
+    // Different letters are no run; without a letter gold a run is no letter.
+    assert_ne!(
+        part("the string would be ABCD", letter).as_deref(),
+        Some("D")
+    );
+    assert_eq!(part("the string would be CCCC", Hints::default()), None);
+    // A letter with its option's text is the answer whole; two options hedge.
+    assert_eq!(
+        part("the best answer is C: 42 apples", letter).as_deref(),
+        Some("C: 42 apples")
+    );
+    assert_eq!(
+        part(
+            "the best answer is C: 42 apples or D: 43 pears",
+            Hints::default()
+        ),
+        None
+    );
+}
+
+#[test]
+fn a_range_or_a_set_of_candidates_is_no_value() {
+    // Rule 14: every end of a range is voided, the last one included.
+    fn got(t: &str) -> Option<(Vec<&str>, Option<Hedge>)> {
+        extract_answer(t, &ExtractOptions::default()).map(|e| (e.parts, e.hedge))
+    }
+    for t in [
+        "The answer is between 4 and 6.",
+        "The value lies in the range 7 to 9.",
+        "Answer: from 7 to 9",
+        "The answer is one of 12, 13 and 14.",
+        "The answer is 5 to 7.",
+        "The answer is 5 through 7.",
+        "The answer is 5\u{2013}7.",
+        "The answer is roughly 10-12.",
+        "So there are between 5 and 7 apples.",
+        "It takes 5-7 days.",
+        "It takes 5 \u{2014} 7 days.",
+        "\\boxed{5 \\text{ to } 7}",
+        "\\boxed{\\text{between 5 and 7}}",
+        "<answer>from 5 to 7</answer>",
+        "The answer is any of 12, 13, 14.",
+        "The answer is roughly 10-12%.",
+        "It takes 4 - 6 days.",
+        "The answer is 4--6.",
+        "So there are 4~6 apples.",
+        "The answer is $4$\u{2013}$6$.",
+    ] {
+        assert_eq!(got(t).and_then(|e| e.1), Some(Hedge::Range), "{t}");
+    }
+    // A stated value beside a range, a change, a subtraction and a lone
+    // `between` are no range.
+    for (t, want) in [
+        ("The answer is 5 (between 4 and 6 as expected).", "5"),
+        ("x = 5, between the two roots", "x = 5"),
+        ("We check that 12 lies between 10 and 15.", "12"),
+        ("So we round 4.6 to 5.", "5"),
+        ("The temperature rose from 5 to 7.", "7"),
+        ("The sum of the integers from 1 to 10 is 55.", "55"),
+        ("So we get 10-6 = 4", "10-6 = 4"),
+        ("Thus one of the roots is 3.", "3"),
+        ("\\boxed{10 \u{2013} 3}", "10 \u{2013} 3"),
+        // Two values in brackets are the interval (or point) they write.
+        ("The answer is within [4, 6].", "[4, 6]"),
+        ("The answer is the set [4, 6].", "[4, 6]"),
+    ] {
+        let (parts, hedge) = got(t).expect(t);
+        assert_eq!((parts, hedge), (vec![want], None), "{t}");
+    }
+}
+
+#[test]
+fn a_compound_quantity_is_one_answer() {
+    // Rule 15: the answer is the whole quantity, never its last number.
+    for (t, want, first, last) in [
+        (
+            "The answer is 7 hours 30 minutes.",
+            "7 hours 30 minutes",
+            (15, 2),
+            (450, 1),
+        ),
+        ("It is 2 feet 6 inches.", "2 feet 6 inches", (5, 2), (30, 1)),
+        ("\\boxed{3 m 20 cm}", "3 m 20 cm", (16, 5), (320, 1)),
+        ("It takes 1 h 15 min.", "1 h 15 min", (5, 4), (75, 1)),
+        ("#### 5 lb 3 oz", "5 lb 3 oz", (83, 16), (83, 1)),
+        (
+            "It is 3 gallons 2 quarts.",
+            "3 gallons 2 quarts",
+            (7, 2),
+            (14, 1),
+        ),
+        ("It is 30\u{b0} 15'.", "30\u{b0} 15'", (121, 4), (1815, 1)),
+        ("It is 2 ft. 6 in.", "2 ft. 6 in", (5, 2), (30, 1)),
+        (
+            "It costs $5 and 25 cents.",
+            "5 and 25 cents",
+            (21, 4),
+            (525, 1),
+        ),
+        (
+            "So 2 years and 3 months.",
+            "2 years and 3 months",
+            (9, 4),
+            (27, 1),
+        ),
+    ] {
+        let e = extract_answer(t, &ExtractOptions::default()).expect(t);
+        assert_eq!(e.parts, vec![want], "{t}");
+        let q = e.quantity.expect(t);
+        assert_eq!((q.in_first, q.in_last), (Some(first), Some(last)), "{t}");
+    }
+    // One unit, or a compound that is not the answer: a value as before.
+    for (t, want) in [
+        ("The answer is 30 minutes.", "30 minutes"),
+        (
+            "He walked 2 hours and 30 minutes, so he covered 10 km.",
+            "10",
+        ),
+        ("It takes 7 hours and \\boxed{30} minutes.", "30"),
+    ] {
+        let e = extract_answer(t, &ExtractOptions::default()).expect(t);
+        assert_eq!((e.parts, e.quantity), (vec![want], None), "{t}");
+    }
+    assert_eq!(whole_quantity("7 hours 30 minutes"), Some((15, 2)));
+    assert_eq!(whole_quantity("about 7 hours 30 minutes"), None);
+    assert_eq!(whole_quantity("7 hours"), None);
 }

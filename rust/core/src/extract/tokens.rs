@@ -319,7 +319,16 @@ impl<'a> Tokens<'a> {
             if (w == "a" || w == "I") && followed_by_word {
                 return Tok::Word(w, (i, j));
             }
-            if CHOICES.contains(&b[i]) {
+            // A capital inside arithmetic (`A e^x + B e^{-x}`) is a
+            // constant, not a choice letter.
+            let before = b[..i].iter().rev().find(|&&c| c != b' ');
+            let after = b[j..].iter().find(|&&c| c != b' ');
+            let operator = |c: Option<&u8>| {
+                c.is_some_and(|c| {
+                    matches!(c, b'+' | b'-' | b'*' | b'^' | b'_' | b'=' | b'<' | b'>')
+                })
+            };
+            if CHOICES.contains(&b[i]) && !operator(before) && !operator(after) {
                 return Tok::Value {
                     span: (i, j),
                     int: None,

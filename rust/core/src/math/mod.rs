@@ -14,6 +14,7 @@
 
 mod ast;
 mod compare;
+mod constants;
 pub(crate) mod display;
 mod eval;
 mod exact;
@@ -209,6 +210,11 @@ pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
     if let Some(words) = parser::prose(s) {
         return Ok(Value::of(Node::Text(words)));
     }
+    // `7 hours 30 minutes` is one quantity: its value in its first unit
+    // (docs/verify_semantics.md rule 15).
+    if let Some((n, d)) = crate::extract::whole_quantity(s) {
+        return parse(&format!("\\frac{{{n}}}{{{d}}}"), opts);
+    }
     let inline = (s.starts_with('$') && !s.starts_with("$$")) || s.starts_with("\\(");
     if inline && s.contains('\n') {
         // As math-verify reads them: a `$...$` span broken across lines is
@@ -244,7 +250,11 @@ pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool
         || match snap::decimals_as_constants(&gold.node, &pred.node, &opts.limits) {
             Some(p) => cmp(&p)?,
             None => false,
-        };
+        }
+        // Arbitrary constants named differently (`c e^{2x}` for `C e^{2x}`).
+        || constants::renamings(&gold.node, &pred.node)
+            .iter()
+            .any(|p| cmp(p) == Ok(true));
     gold.memo.remember(&pred.node, opts, verdict);
     Ok(verdict)
 }

@@ -110,10 +110,15 @@ pub(super) fn prose_word_count(part: &str) -> usize {
     n
 }
 
-const CHOICES: std::ops::RangeInclusive<char> = 'A'..='J';
+/// A gold that is one capital letter is a choice letter (`C`, and `K` of a
+/// longer option list).
+const CHOICES: std::ops::RangeInclusive<char> = 'A'..='Z';
+
+/// The letters that label an option's text against a gold value (`(C) 42`).
+const LABELS: std::ops::RangeInclusive<char> = 'A'..='J';
 
 /// The letter of a gold that is a choice: `C`, `(C)`, `C.`, `C)`,
-/// `\text{(C)}`, `$C$` (upper case, A to J).
+/// `\text{(C)}`, `$C$` (upper case, A to Z).
 pub(super) fn gold_choice(part: &str) -> Option<char> {
     let s = unwrap(part);
     let s = s
@@ -148,7 +153,7 @@ pub(super) fn pred_choice(part: &str) -> Option<char> {
         .iter()
         .take_while(|c| c.eq_ignore_ascii_case(&first))
         .count();
-    if run == b.len() && run <= 10 {
+    if run == b.len() && run <= crate::extract::MAX_LETTER_RUN {
         return Some(upper(first));
     }
     // `C) 42`, `C. 42`, `C: 42`, `F, and ...`; an upper-case letter before
@@ -172,7 +177,7 @@ pub(super) fn after_choice_label(part: &str) -> Option<&str> {
         return None;
     };
     let letter = if label == 3 { b[1] } else { b[0] };
-    if !CHOICES.contains(&(letter as char)) {
+    if !LABELS.contains(&(letter as char)) {
         return None;
     }
     let rest = s[label..].trim_start_matches([' ', ':']).trim();
@@ -223,7 +228,12 @@ mod tests {
             ("CD", None),
             ("42", None),
             ("a cat", None),
-            ("K", None),
+            ("K", Some('K')),
+            ("KKKKK", Some('K')),
+            ("ccccc", Some('C')),
+            ("ABCD", None),
+            ("CCCCCCCCCCC", None),
+            ("k", Some('K')),
         ] {
             assert_eq!(pred_choice(s), want, "{s:?}");
         }

@@ -3,7 +3,7 @@
 
 use crate::extract::{
     copied_from, extract_gold, find_visible, is_arithmetic, over_limit, visible, ExtractOptions,
-    Extracted, Hedge, Hints, OfferKind, OfferValue,
+    Extracted, Hedge, Hints, OfferKind, OfferValue, Quantity,
 };
 use crate::math::{self, CompareOptions, Limits, ParseOptions, Rejection, Value};
 
@@ -390,6 +390,11 @@ fn judge<'g>(
     let popts = ParseOptions {
         limits: opts.limits.clone(),
     };
+    // `7 hours 30 minutes` answers 7.5 or 450, never 30 or 7 (a gold in
+    // words, `7 hours 30 minutes`, is compared as words below).
+    if let (Some(q), None) = (e.quantity, &g.words) {
+        return by_quantity(g, &e, q, &copts, &popts);
+    }
     let single = (e.parts.len() == 1).then(|| e.parts[0]);
     // A choice letter against a choice gold, in any case.
     if let (Some(want), Some(part), None) = (g.choice, single, e.hedge) {
@@ -451,6 +456,33 @@ fn judge<'g>(
         }
         Err(e) => outcome(false, e.to_string(), Some(pv)),
     }
+}
+
+/// A compound quantity against a gold value: a match when the gold is the
+/// quantity in its first (largest) or its last (smallest) unit
+/// (docs/verify_semantics.md rule 15).
+fn by_quantity<'g>(
+    g: &'g Gold,
+    e: &Extracted<'_>,
+    q: Quantity,
+    copts: &CompareOptions,
+    popts: &ParseOptions,
+) -> Outcome<'g> {
+    let mut shown = None;
+    for (n, d) in [q.in_first, q.in_last].into_iter().flatten() {
+        let Ok(v) = math::parse(&format!("\\frac{{{n}}}{{{d}}}"), popts) else {
+            continue;
+        };
+        if math::compare(&g.value, &v, copts) == Ok(true) {
+            return settle(g, e, true, Some(std::borrow::Cow::Owned(v)), copts, popts);
+        }
+        shown.get_or_insert(v);
+    }
+    outcome(
+        false,
+        "no match: a compound quantity answers only in its first or its last unit",
+        shown.map(std::borrow::Cow::Owned),
+    )
 }
 
 /// The verdict of an answer `same` as the gold or not: a match stands only

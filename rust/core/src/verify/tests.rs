@@ -181,3 +181,26 @@ fn an_expression_copied_from_the_prompt_is_no_answer() {
     assert!(!v.matched);
     assert!(v.reason.contains("not a stated result"), "{}", v.reason);
 }
+
+#[test]
+fn a_compound_quantity_pays_only_in_its_first_or_last_unit() {
+    // Rule 15: `7 hours 30 minutes` is 7.5 hours or 450 minutes, never 30 or 7.
+    let pred = "The answer is 7 hours 30 minutes.";
+    for gold in ["7.5", "450", "\\frac{15}{2}", "7 hours 30 minutes"] {
+        assert!(v(gold, pred).matched, "{gold}");
+    }
+    for gold in ["30", "7", "8", "7.3", "37"] {
+        let got = v(gold, pred);
+        assert!(!got.matched, "{gold}: {got:?}");
+    }
+    assert!(v("2.5", "\\boxed{2 \\text{ ft } 6 \\text{ in}}").matched);
+    assert!(!v("6", "\\boxed{2 \\text{ ft } 6 \\text{ in}}").matched);
+    // Rule 14: a range pays none of its values, its ends included.
+    for gold in ["4", "5", "6"] {
+        let got = v(gold, "The answer is between 4 and 6.");
+        assert!(
+            !got.matched && got.reason.starts_with("hedge: "),
+            "{gold}: {got:?}"
+        );
+    }
+}
