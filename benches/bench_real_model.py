@@ -7,6 +7,7 @@ its entry to the JSON file; ``--plot`` draws every entry's held-out curve:
 
     .venv/bin/python benches/bench_real_model.py --impl hf --steps 40
     .venv/bin/python benches/bench_real_model.py --impl trl --steps 40
+    .venv-vllm/bin/python benches/bench_real_model.py --impl trl-vllm --steps 40  # trl importable
     .venv-vllm/bin/python benches/bench_real_model.py --impl vllm --steps 40
     .venv-vllm/bin/python benches/bench_real_model.py --impl async-vllm-server --steps 40
     .venv/bin/python benches/bench_real_model.py --plot
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-IMPLS = ("hf", "vllm", "async-vllm-server", "trl")
+IMPLS = ("hf", "vllm", "async-vllm-server", "trl", "trl-vllm")
 
 
 def _rows(path: str) -> list[dict[str, Any]]:
@@ -241,6 +242,12 @@ def run_trl(args, opts: dict[str, Any]) -> dict[str, Any]:
         disable_tqdm=True,
         seed=args.seed,
         adam_beta2=0.99,
+        # trl-vllm: TRL's own colocated vLLM engine (in .venv-vllm, with trl on the path).
+        **(
+            {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3}
+            if args.impl == "trl-vllm"
+            else {}
+        ),
     )
     trainer = GRPOTrainer(
         model=model,
@@ -329,7 +336,7 @@ def main() -> None:
         key, value = item.split("=", 1)
         opts[key] = json.loads(value)
     t0 = time.perf_counter()
-    result = (run_trl if args.impl == "trl" else run_ours)(args, opts)
+    result = (run_trl if args.impl.startswith("trl") else run_ours)(args, opts)
     result["minutes"] = (time.perf_counter() - t0) / 60
     _save(args, opts, result, partial=False)
     print(json.dumps(summary(result["steps"])), f"{result['minutes']:.1f} min")
