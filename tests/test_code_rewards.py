@@ -61,3 +61,11 @@ def test_verl_prime_code_shape_and_agreement():
         ours = compute_score(completion, tests, continuous=True)[0]
         theirs = prime_code.compute_score(completion, tests, continuous=True)[0]
         assert float(ours) == float(theirs) == expected, completion
+
+
+def test_prime_code_json_lines_layout():
+    # verl prime_code / TACO: each call input is one JSON argument per line, each output JSON.
+    tests = {"fn_name": "f", "inputs": ['[1, 2]\n"x"', '[]\n""'], "outputs": ["3", "0"]}
+    good = "```python\ndef f(a, s):\n    return sum(a)\n```"
+    assert compute_score(good, tests)[0] is True
+    assert compute_score("```python\ndef f(a, s):\n    return len(a)\n```", tests, True)[0] == 0.5

@@ -288,3 +288,29 @@ def test_bad_input_is_a_clear_error():
         sandbox.run([sandbox.Job(argv=["cat"])])
     with pytest.raises(InvalidInputError, match="cpu_seconds"):
         sandbox.run([sandbox.Job(argv=["/bin/true"])], sandbox.Limits(cpu_seconds=-1))
+
+
+# ------------------------------------------------------------------ C and C++
+
+C_ADD = '```c\n#include <stdio.h>\nint main(void) { long a, b; scanf("%ld %ld", &a, &b); printf("%ld\\n", a + b); return 0; }\n```'
+CPP_ADD = "```cpp\n#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << std::endl; }\n```"
+
+
+@pytest.mark.skipif(not Path("/usr/bin/gcc").exists(), reason="gcc is not installed")
+@pytest.mark.parametrize("mode", MODES)
+def test_c_and_cpp(mode):
+    fb = mode == "fallback"
+    assert verify_code(C_ADD, ADD_IO, language="c", fallback=fb).ok
+    if Path("/usr/bin/g++").exists():
+        assert verify_code(CPP_ADD, ADD_IO, language="cpp", fallback=fb).ok
+    v = verify_code("```c\nint main(void) { return x; }\n```", ADD_IO, language="c", fallback=fb)
+    assert (v.passed, v.reason) == (0, "compile_error")
+    spin = "```c\nint main(void) { for (;;) {} }\n```"
+    v = verify_code(spin, ONE_IO, language="c", limits=FAST, fallback=fb)
+    assert v.reason == "time_limit"
+    sock = "```c\n#include <sys/socket.h>\nint main(void) { socket(AF_INET, SOCK_STREAM, 0); return 0; }\n```"
+    assert verify_code(sock, ONE_IO, language="c", fallback=fb).reason == "forbidden_call"
+    crash = "```c\nint main(void) { int *p = 0; return *p; }\n```"
+    assert verify_code(crash, ONE_IO, language="c", fallback=fb).reason == "runtime_error"
+    with pytest.raises(Exception, match="stdin/stdout tests only"):
+        verify_code(C_ADD, {"fn_name": "f", "inputs": [[1]], "outputs": [1]}, language="c")

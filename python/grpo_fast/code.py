@@ -1,5 +1,8 @@
 """Verify code completions against tests in the sandbox (:mod:`grpo_fast.sandbox`).
 
+Python runs every format; C and C++ (``language="c"`` / ``"cpp"``, compiled
+by the system's gcc / g++ in the sandbox) run stdin/stdout tests.
+
 Three test formats, recognised from the ``tests`` value (a dict, or its JSON):
 
 - **stdin/stdout** (APPS / CodeContests ``{"inputs": [...], "outputs": [...]}``,
@@ -155,6 +158,8 @@ def parse_tests(tests: Any, float_tolerance: float | None = None) -> _Tests:
         if len(ins) != len(outs):
             raise InvalidInputError(f"tests has {len(ins)} inputs but {len(outs)} outputs")
         fn = tests.get("fn_name")
+        if fn:
+            ins, outs = _prime_code_cases(ins, outs)
         return _Tests("call" if fn else "stdio", ins, outs, fn, float_tolerance=tol)
     if "test" in tests or "test_list" in tests:
         setup = str(tests.get("test_setup_code") or "")
@@ -176,6 +181,23 @@ def parse_tests(tests: Any, float_tolerance: float | None = None) -> _Tests:
         "tests has none of the known keys: inputs/outputs (stdin/stdout; with fn_name: "
         "function call), test_cases (open-r1), test + entry_point (HumanEval), test_list (MBPP)"
     )
+
+
+def _prime_code_cases(ins: list[Any], outs: list[Any]) -> tuple[list[Any], list[Any]]:
+    """verl prime_code / TACO write a call case as JSON text: the input one
+    argument per line, the output one JSON value. A case whose input is a
+    str is read that way; a list input is APPS's argument list as it is."""
+    args, rets = [], []
+    for x, y in zip(ins, outs, strict=True):
+        if isinstance(x, str):
+            try:
+                x = [json.loads(line) for line in x.split("\n") if line.strip()]
+                y = json.loads(y) if isinstance(y, str) else y
+            except ValueError as e:
+                raise InvalidInputError(f"a function-call input is not JSON lines: {e}") from e
+        args.append(x)
+        rets.append(y)
+    return args, rets
 
 
 def _literal(node: ast.expr) -> tuple[bool, Any]:
@@ -541,7 +563,11 @@ def _plan(code: str | None, tests: _Tests, language: str) -> _Plan:
         n = max(len(tests.inputs), 1)
         return _Plan(tests, [], error=CodeVerdict(0, n, "no_code", f"no ```{language} block"))
     if language != "python":
-        raise InvalidInputError("only language='python' runs tests yet")
+        if tests.mode != "stdio":
+            raise InvalidInputError(
+                f"language={language!r} runs stdin/stdout tests only (got {tests.mode} tests)"
+            )
+        return _Plan(tests, [_compile_job(code, language)])
     if tests.mode == "stdio":
         jobs = [_python_job(code, None, _as_text(i).encode()) for i in tests.inputs]
         return _Plan(tests, jobs)
@@ -676,6 +702,8 @@ def verify_code_batch(
             raise InvalidInputError(f"a completion is a {type(c).__name__}; expected str")
         code = extract_code(c, language) if extract else c
         plans.append(_plan(code, parse_tests(t, float_tolerance), language))
+    if language != "python":
+        plans = _compiled_runs(plans, fallback, workers)
     jobs = [j for p in plans for j in p.jobs]
     outs = sandbox.run(jobs, limits, workers, fallback=fallback) if jobs else []
     verdicts, k = [], 0
@@ -716,5 +744,47 @@ def verify_code(
     )[0]
 
 
-def _which_cc() -> str | None:
-    return shutil.which("gcc", path="/usr/local/bin:/usr/bin:/bin")
+# The compiler runs in the sandbox too (allowed to write its output), with room of its own.
+COMPILE_LIMITS = sandbox.Limits(
+    cpu_seconds=20.0, memory_bytes=2 << 30, processes=32, file_size_bytes=64 << 20
+)
+_COMPILERS = {
+    "c": ("gcc", "main.c", ["-O2", "-std=gnu11", "-pipe"], ["-lm"]),
+    "cpp": ("g++", "main.cpp", ["-O2", "-std=gnu++17", "-pipe"], []),
+}
+
+
+def _compile_job(code: str, language: str) -> sandbox.Job:
+    name, src, flags, libs = _COMPILERS[language]
+    exe = shutil.which(name, path="/usr/local/bin:/usr/bin:/bin")
+    if exe is None:
+        raise InvalidInputError(f"language={language!r} needs {name}, which is not installed")
+    argv = [exe, *flags, "-o", "prog", src, *libs]
+    files = [(src, code.encode("utf-8", "surrogatepass"), False)]
+    return sandbox.Job(argv=argv, files=files, allow_writes=True, collect=["prog"])
+
+
+def _compiled_runs(plans: list[_Plan], fallback: bool, workers: int | None) -> list[_Plan]:
+    """Compile every compiled-language plan (one sandbox call), then replace
+    its job by one run of the binary per test case (or a compile error)."""
+    todo = [i for i, p in enumerate(plans) if p.jobs and p.jobs[0].collect == ["prog"]]
+    if not todo:
+        return plans
+    outs = sandbox.run([plans[i].jobs[0] for i in todo], COMPILE_LIMITS, workers, fallback=fallback)
+    plans = list(plans)
+    for i, out in zip(todo, outs, strict=True):
+        p = plans[i]
+        binary = out.collected[0] if out.collected else None
+        if out.ending != "exited" or out.exit_code != 0 or binary is None:
+            err = bytes(out.stderr).decode("utf-8", "replace").strip().splitlines()
+            detail = err[0][:200] if err else out.ending
+            n = len(p.tests.inputs)
+            plans[i] = _Plan(p.tests, [], error=CodeVerdict(0, n, "compile_error", detail))
+            continue
+        files = [("prog", bytes(binary), True)]
+        jobs = [
+            sandbox.Job(argv=["./prog"], stdin=_as_text(x).encode(), files=files)
+            for x in p.tests.inputs
+        ]
+        plans[i] = _Plan(p.tests, jobs)
+    return plans

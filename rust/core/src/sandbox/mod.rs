@@ -246,8 +246,14 @@ fn check_job(job: &Job) -> Result<(), CoreError> {
     let Some(prog) = job.argv.first() else {
         return bad("a sandbox job needs a program (argv is empty)".into());
     };
-    if !prog.starts_with('/') {
-        return bad(format!("argv[0] is {prog:?}; expected an absolute path"));
+    // "./name": a file of the working directory (a compiled program).
+    let local = prog
+        .strip_prefix("./")
+        .is_some_and(|n| !n.is_empty() && !n.contains('/'));
+    if !prog.starts_with('/') && !local {
+        return bad(format!(
+            "argv[0] is {prog:?}; expected an absolute path or ./name"
+        ));
     }
     for s in job
         .argv

@@ -123,6 +123,12 @@ fn batch_keeps_order() {
 fn bad_jobs_are_errors_not_panics() {
     assert!(run_with(&job(&[], ""), &Limits::default(), Isolation::Fallback).is_err());
     assert!(run_with(&job(&["sh"], ""), &Limits::default(), Isolation::Fallback).is_err());
+    assert!(run_with(
+        &job(&["./a/b"], ""),
+        &Limits::default(),
+        Isolation::Fallback
+    )
+    .is_err());
     let mut j = job(&["/bin/true"], "");
     j.files = vec![("../x".into(), vec![], false)];
     assert!(run_with(&j, &Limits::default(), Isolation::Fallback).is_err());
