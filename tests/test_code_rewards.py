@@ -69,3 +69,23 @@ def test_prime_code_json_lines_layout():
     good = "```python\ndef f(a, s):\n    return sum(a)\n```"
     assert compute_score(good, tests)[0] is True
     assert compute_score("```python\ndef f(a, s):\n    return len(a)\n```", tests, True)[0] == 0.5
+
+
+def test_cli_train_with_reward_code(tmp_path):
+    # The trainer end to end with --reward code: the gold column holds each prompt's tests.
+    # (The embedded adder writes no ```python block, so its reward is 0: the point is the path.)
+    from grpo_fast.cli import main
+
+    pytest.importorskip("torch")
+    rows = [{"prompt": f"{a}+{b}=", "answer": SQ} for a in (11, 23) for b in (4, 40)]
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    argv = ["train", "--train-file", str(train), "--eval-file", "none", "--output-dir", str(out)]
+    argv += ["--max-steps", "1", "--prompts-per-step", "2", "--num-generations", "2"]
+    argv += ["--reward", "code", "--no-plot", "--no-progress"]
+    assert main(argv) == 0
+    last = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines() if x.strip()][
+        -1
+    ]
+    assert last["rewards/code/mean"] == 0.0
