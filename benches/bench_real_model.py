@@ -36,6 +36,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+LABELS = {
+    "hf": "grpo-fast, HF sampling",
+    "vllm": "grpo-fast, colocated vLLM",
+    "async-vllm-server": "grpo-fast, async vLLM server",
+    "trl": "TRL GRPOTrainer",
+    "trl-vllm": "TRL GRPOTrainer + vLLM",
+}
 IMPLS = ("hf", "vllm", "async-vllm-server", "trl", "trl-vllm")
 
 
@@ -110,7 +117,7 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
     from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     sampler = {"hf": "hf", "vllm": "vllm", "async-vllm-server": "vllm-server"}[args.impl]
-    skip = ("eval_every", "eval_size", "save_every", "max_steps")
+    skip = ("eval_every", "eval_size", "save_every", "max_steps", "output_dir")
     options = {k: v for k, v in opts.items() if k not in skip}
     cfg = TrainerConfig(
         **options,
@@ -291,7 +298,8 @@ def plot(path: Path) -> Path:
     for ax, key in zip(axes, ("greedy", "pass@1"), strict=True):
         for impl, r in sorted(results["runs"].items()):
             xs = [p["step"] for p in r["curve"]]
-            ax.plot(xs, [100 * p[key] for p in r["curve"]], marker="o", label=impl)
+            label = LABELS.get(impl, impl) + (" (stopped early)" if r.get("partial") else "")
+            ax.plot(xs, [100 * p[key] for p in r["curve"]], marker="o", label=label)
         ax.set_title(f"held-out accuracy, {key}")
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
