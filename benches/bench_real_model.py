@@ -7,6 +7,7 @@ its entry to the JSON file; ``--plot`` draws every entry's held-out curve:
 
     .venv/bin/python benches/bench_real_model.py --impl hf --steps 40
     .venv/bin/python benches/bench_real_model.py --impl trl --steps 40
+    .venv-vllm/bin/python benches/bench_real_model.py --impl trl-vllm --steps 40  # trl importable
     .venv-vllm/bin/python benches/bench_real_model.py --impl vllm --steps 40
     .venv-vllm/bin/python benches/bench_real_model.py --impl async-vllm-server --steps 40
     .venv/bin/python benches/bench_real_model.py --plot
@@ -16,7 +17,9 @@ model itself (HF generate, bf16 autocast): greedy, and pass@1 at the task's temp
 (the mean over ``--eval-samples`` samples per prompt), at step 0 and every
 ``--eval-every`` steps, scored by ``grpo_fast.integrations.trl.accuracy_reward`` (the
 reward both trainers train on). Per step: sampling, reward, loss (log-probs, backward,
-optimizer), weight push, total; evaluation time excluded. docs/real_model.md has the
+optimizer), weight push, total, and the process's CPU seconds over all its threads
+(``cpu``: on a shared machine it moves less with the load than wall time does);
+evaluation time excluded. docs/real_model.md has the
 results and the commands that made them.
 """
 
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-IMPLS = ("hf", "vllm", "async-vllm-server", "trl")
+IMPLS = ("hf", "vllm", "async-vllm-server", "trl", "trl-vllm")
 
 
 def _rows(path: str) -> list[dict[str, Any]]:
@@ -89,7 +92,11 @@ def _curve_point(step: int, model: Any, tok: Any, held: list, opts: dict, args) 
 def _save(args, opts: dict[str, Any], result: dict[str, Any], *, partial: bool) -> None:
     """Add this run to the JSON file (after each evaluation too: a run cut short keeps
     what it measured, marked ``partial``)."""
+    import resource
+
     entry = {**result, "partial": partial, "argv": sys.argv[1:]}
+    # Peak resident memory of this process so far (Linux reports KiB).
+    entry["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     entry["options"] = {k: v for k, v in opts.items() if k != "model"}
     if result["steps"]:
         entry["per_step"] = summary(result["steps"])
@@ -139,8 +146,9 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
             print(f"  segment to step {done}: {time.perf_counter() - t0:.0f} s", flush=True)
     else:
         for step in range(1, args.steps + 1):
+            c0 = time.process_time()
             record = trainer.step()
-            steps.append(_times(record))
+            steps.append({**_times(record), "cpu": time.process_time() - c0})
             print(f"  step {step}: reward {record['reward']:.3f} {steps[-1]}", flush=True)
             if step % args.eval_every == 0 or step == args.steps:
                 curve.append(_curve_point(step, trainer.model, trainer.tokenizer, held, opts, args))
@@ -189,13 +197,21 @@ def run_trl(args, opts: dict[str, Any]) -> dict[str, Any]:
     class Probe(TrainerCallback):
         def on_step_begin(self, *a, **k):
             self.t0 = time.perf_counter()
+            self.c0 = time.process_time()
 
         def on_step_end(self, args_, state, control, **k):
             total = time.perf_counter() - self.t0
             s = timing["sampling"]
             r = reward_time[0]
             steps.append(
-                {"sampling": s - r, "reward": r, "loss": total - s, "push": 0.0, "total": total}
+                {
+                    "sampling": s - r,
+                    "reward": r,
+                    "loss": total - s,
+                    "push": 0.0,
+                    "total": total,
+                    "cpu": time.process_time() - self.c0,
+                }
             )
             timing["sampling"] = reward_time[0] = 0.0
             print(f"  step {state.global_step}: {steps[-1]}", flush=True)
@@ -226,6 +242,12 @@ def run_trl(args, opts: dict[str, Any]) -> dict[str, Any]:
         disable_tqdm=True,
         seed=args.seed,
         adam_beta2=0.99,
+        # trl-vllm: TRL's own colocated vLLM engine (in .venv-vllm, with trl on the path).
+        **(
+            {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3}
+            if args.impl == "trl-vllm"
+            else {}
+        ),
     )
     trainer = GRPOTrainer(
         model=model,
@@ -314,7 +336,7 @@ def main() -> None:
         key, value = item.split("=", 1)
         opts[key] = json.loads(value)
     t0 = time.perf_counter()
-    result = (run_trl if args.impl == "trl" else run_ours)(args, opts)
+    result = (run_trl if args.impl.startswith("trl") else run_ours)(args, opts)
     result["minutes"] = (time.perf_counter() - t0) / 60
     _save(args, opts, result, partial=False)
     print(json.dumps(summary(result["steps"])), f"{result['minutes']:.1f} min")

@@ -24,6 +24,7 @@ from grpo_fast.advantages import (
     compute_process_advantages,
     group,
 )
+from grpo_fast.code import CodeVerdict, verify_code, verify_code_batch
 from grpo_fast.errors import GrpoFastError, InternalError, InvalidInputError
 from grpo_fast.rewards import Rewards, RewardScores, combine, score_batch
 from grpo_fast.steps import Steps, check_steps
@@ -67,6 +68,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AdvantageResult",
+    "CodeVerdict",
+    "verify_code",
+    "verify_code_batch",
     "GrpoFastError",
     "Groups",
     "InternalError",

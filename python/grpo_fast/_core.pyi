@@ -31,6 +31,7 @@ __all__ = [
     "RULES",
     "RewardSet",
     "RewardSpec",
+    "RunOutcome",
     "SCALES",
     "STEP_CORRECT",
     "STEP_SPLITS",
@@ -47,6 +48,8 @@ __all__ = [
     "group_ids",
     "parse",
     "process_advantages",
+    "sandbox_isolation",
+    "sandbox_run",
     "set_num_threads",
     "verify",
     "verify_batch",
@@ -267,3 +270,31 @@ def process_advantages(
     npt.NDArray[np.float64],
     npt.NDArray[np.int64],
 ]: ...
+
+@final
+class RunOutcome:
+    @property
+    def ending(self) -> str: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def signal(self) -> int | None: ...
+    @property
+    def stdout(self) -> bytes: ...
+    @property
+    def stderr(self) -> bytes: ...
+    @property
+    def cpu_seconds(self) -> float: ...
+    @property
+    def wall_seconds(self) -> float: ...
+    @property
+    def max_rss_kib(self) -> int: ...
+    @property
+    def collected(self) -> list[bytes | None]: ...
+    @property
+    def message(self) -> str: ...
+
+def sandbox_run(
+    jobs: Sequence[Any], limits: Any, workers: int, force_fallback: bool = False
+) -> list[RunOutcome]: ...
+def sandbox_isolation() -> str: ...

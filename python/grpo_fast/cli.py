@@ -378,7 +378,7 @@ def _parser(*args: Any, **kwargs: Any) -> argparse.ArgumentParser:
 
 _REWARD_HELP = (
     "reward NAME[:WEIGHT], repeatable: math, exact, choice, format, overlong, cosine, "
-    "repetition, or a dotted "
+    "repetition, code (the answer column holds tests, docs/code.md), or a dotted "
     "import path"
 )
 

@@ -48,6 +48,7 @@ from grpo_fast.verify import (
 
 __all__ = [
     "ChoiceReward",
+    "CodeReward",
     "CosineReward",
     "ExactMatchReward",
     "FormatReward",
@@ -325,6 +326,66 @@ class PythonReward(RewardSpec):
         if not callable(self.fn):
             raise InvalidInputError(f"fn must be callable, not {type(self.fn).__name__}")
         return None
+
+
+@dataclass(frozen=True)
+class CodeReward(PythonReward):
+    """Run the completion's code against its tests in the sandbox
+    (:func:`grpo_fast.verify_code`); the gold of each item is its tests (a
+    dict or its JSON: stdin/stdout, function-call or assert format).
+
+    The reward is the fraction of tests passed, or with ``all_or_nothing``
+    1.0 only when every test passes. An item without tests (gold None) is
+    unscorable (NaN). ``limits`` bounds every run (:class:`grpo_fast.sandbox.Limits`).
+
+    Examples
+    --------
+    >>> tests = '{"fn_name": "sq", "inputs": [[2], [3]], "outputs": [4, 9]}'
+    >>> r = combine(CodeReward())
+    >>> code = "```python\\ndef sq(x):\\n    return x * x\\n```"
+    >>> r.score_batch([code, "no code"], [tests, tests]).total
+    array([1., 0.], dtype=float32)
+    """
+
+    fn: Any = None
+    weight: float = 1.0
+    name: str | None = None
+    all_or_nothing: bool = False
+    language: str = "python"
+    limits: Any = None
+    workers: int | None = None
+    kind: ClassVar[str] = "code"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "fn", _CodeScorer(self.all_or_nothing, self.language, self.limits, self.workers)
+        )
+
+
+@dataclass(frozen=True)
+class _CodeScorer:
+    all_or_nothing: bool
+    language: str
+    limits: Any
+    workers: int | None
+
+    def __call__(
+        self, completions: list[str], golds: list[Any], lengths: Any = None
+    ) -> list[float | None]:
+        from grpo_fast.code import verify_code_batch
+
+        idx = [i for i, g in enumerate(golds) if g is not None]
+        verdicts = verify_code_batch(
+            [completions[i] for i in idx],
+            [golds[i] for i in idx],
+            language=self.language,
+            limits=self.limits,
+            workers=self.workers,
+        )
+        out: list[float | None] = [None] * len(completions)
+        for i, v in zip(idx, verdicts, strict=True):
+            out[i] = float(v.ok) if self.all_or_nothing else v.fraction
+        return out
 
 
 def overlong_penalty(length: int, max_length: int, cache_length: int) -> float:

@@ -61,6 +61,8 @@ REWARD_NAMES: dict[str, Callable[..., _rewards.RewardSpec]] = {
     "overlong": _rewards.OverlongReward,
     "cosine": _rewards.CosineReward,
     "repetition": _rewards.RepetitionReward,
+    # The gold column holds each prompt's tests (docs/code.md); run in the sandbox.
+    "code": _rewards.CodeReward,
 }
 
 RewardLike = (

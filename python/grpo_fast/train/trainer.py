@@ -20,6 +20,7 @@ evaluation, metrics, the loop, checkpoints (:mod:`grpo_fast.train.state`).
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import signal
 import sys
@@ -53,6 +54,7 @@ from grpo_fast.train.checkpoint import (
     find_resume,
     lock_output_dir,
     prepare_output_dir,
+    rng_state,
     set_rng_state,
     unlock_output_dir,
 )
@@ -194,6 +196,9 @@ class Trainer:
         self.prompts = build_prompt_order(cfg, len(self.train_rows))
         self.step_count = 0
         self._in_step = False
+        # Step 0 (the model before any update) is logged once per trainer: a train()
+        # interrupted before step 1 and called again does not log it a second time.
+        self._step0_logged = False
         self.last_batch: Batch | None = None
         # Asynchronous rollouts: the random and prompt-order states right after the last
         # trained batch was drawn (what a checkpoint stores; None: the current ones).
@@ -416,6 +421,13 @@ class Trainer:
             if self.rollout_state is not None:  # a second train(): on from the last trained batch
                 self.prompts.load_state_dict(self.rollout_state["prompts"])
                 set_rng_state(self.rollout_state["rng"])
+            else:
+                # Before the producer draws: a train() stopped before its first trained
+                # batch goes on from here, not from where the producer had drawn to.
+                self.rollout_state = {
+                    "rng": rng_state(),
+                    "prompts": copy.deepcopy(self.prompts.state_dict()),
+                }
             if self.config.sampler != "hf":  # the server is some versions behind: evaluate here
                 self._eval_sampler = HFSampler(self.model, self.tokenizer, logprobs=False)
                 if self.tools is not None:
@@ -459,8 +471,9 @@ class Trainer:
         cfg = self.config
         history: list[dict[str, Any]] = []
         no_signal = NoSignalWatch()
-        if self.step_count == 0:
+        if self.step_count == 0 and not self._step0_logged:
             history.append(self._log({"step": 0, **self.evaluate()}))
+            self._step0_logged = True
         bar = tqdm(
             total=cfg.max_steps,
             initial=self.step_count,

@@ -14,6 +14,7 @@ pub mod names;
 pub mod parallel;
 pub mod process;
 pub mod reward;
+pub mod sandbox;
 pub mod steps;
 pub mod verify;
 

@@ -7,6 +7,7 @@
 mod advantage;
 mod errors;
 mod options;
+mod sandbox;
 mod steps;
 mod text;
 mod verify;
@@ -21,6 +22,8 @@ mod _core {
     use crate::advantage::{compute_advantages, group_ids, AdvantageResult};
     #[pymodule_export]
     use crate::options::{PyExtractOptions, PyVerifyOptions};
+    #[pymodule_export]
+    use crate::sandbox::{sandbox_isolation, sandbox_run, RunOutcome};
     #[pymodule_export]
     use crate::steps::{check_steps, process_advantages, PyStepOptions};
     #[pymodule_export]
