@@ -126,3 +126,11 @@ def test_renaming_constants_is_symmetric_in_the_constants_only():
     # The gold's constants may be renamed; a completion may not rename x.
     assert grpo_fast.verify("y = C e^{2x}", "y = c e^{2x}")
     assert not grpo_fast.verify("y = C e^{2x}", "y = C e^{2t}")
+
+
+def test_a_backslash_before_a_wide_character_is_no_crash():
+    # Found by `make fuzz` (issue 31): `\` then a multi-byte character was
+    # sliced inside the character when the value was read as arithmetic.
+    pred = "$\\" + "\ufffd" * 100 + "boxed{4, 5}$"
+    grpo_fast.extract_answer(pred)  # returns (a panic raises InternalError)
+    assert grpo_fast.verify("$AB=4,CD=5$", pred) is False
