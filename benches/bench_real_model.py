@@ -314,7 +314,13 @@ def plot(path: Path) -> Path:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--impl", choices=IMPLS)
+    p.add_argument(
+        "--impl",
+        choices=IMPLS,
+        action="append",
+        help="repeat it to run several one after the other (each in its own process) and "
+        "compare their step times: TRL's / the first's",
+    )
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--eval-every", type=int, default=10)
     p.add_argument("--eval-prompts", type=int, default=64, help="held-out prompts evaluated")
@@ -334,8 +340,12 @@ def main() -> None:
     if args.plot:
         print(plot(args.json))
         return
-    if args.impl is None:
+    if not args.impl:
         p.error("--impl or --plot")
+    if len(args.impl) > 1:
+        compare(args)
+        return
+    args.impl = args.impl[0]
     from grpo_fast.train.data import task_options
 
     opts = task_options("smollm2")
@@ -349,6 +359,38 @@ def main() -> None:
     _save(args, opts, result, partial=False)
     print(json.dumps(summary(result["steps"])), f"{result['minutes']:.1f} min")
     print(plot(args.json))
+
+
+def compare(args) -> None:
+    """Each ``--impl`` in a child process of this one, back to back (the same machine,
+    load and arguments), then their per-step medians side by side and each one's step
+    time over the first's, kept in the JSON's ``comparisons``."""
+    import subprocess
+
+    rest, argv = [], iter(sys.argv[1:])
+    for a in argv:  # every argument but the --impl ones
+        if a == "--impl":
+            next(argv)
+        elif not a.startswith("--impl="):
+            rest.append(a)
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    for impl in args.impl:
+        print(f"== {LABELS[impl]}", flush=True)
+        subprocess.run([sys.executable, __file__, "--impl", impl, *rest], check=True)
+    runs = json.loads(args.json.read_text())["runs"]
+    rows = {impl: runs[impl]["per_step"] for impl in args.impl}
+    first = rows[args.impl[0]]
+    parts = ("sampling", "reward", "loss", "push", "total", "cpu")
+    print("| implementation | " + " | ".join(parts) + " | total / first's | cpu / first's |")
+    for impl, row in rows.items():
+        cells = " | ".join(f"{row.get(k, float('nan')):.1f}" for k in parts)
+        ratios = f"{row['total'] / first['total']:.2f} | {row['cpu'] / first['cpu']:.2f}"
+        print(f"| {LABELS[impl]} | {cells} | {ratios} |")
+    results = json.loads(args.json.read_text())
+    results.setdefault("comparisons", []).append(
+        {"started": started, "argv": sys.argv[1:], "per_step": rows}
+    )
+    args.json.write_text(json.dumps(results, indent=1) + "\n")
 
 
 def _model_dir(gguf_path: str) -> Path:
