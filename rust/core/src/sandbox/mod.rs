@@ -644,31 +644,15 @@ fn supervise(
             break;
         }
         let mut fds = Vec::with_capacity(4);
-        fds.push(libc::pollfd {
-            fd: st_r.0,
-            events: libc::POLLIN,
-            revents: 0,
-        });
+        fds.push(pollfd(st_r.0, libc::POLLIN));
         if out_open {
-            fds.push(libc::pollfd {
-                fd: out_r.0,
-                events: libc::POLLIN,
-                revents: 0,
-            });
+            fds.push(pollfd(out_r.0, libc::POLLIN));
         }
         if err_open {
-            fds.push(libc::pollfd {
-                fd: err_r.0,
-                events: libc::POLLIN,
-                revents: 0,
-            });
+            fds.push(pollfd(err_r.0, libc::POLLIN));
         }
         if stdin_open {
-            fds.push(libc::pollfd {
-                fd: in_w.0,
-                events: libc::POLLOUT,
-                revents: 0,
-            });
+            fds.push(pollfd(in_w.0, libc::POLLOUT));
         }
         let wait_ms = (deadline - now).as_millis().min(50) as i32;
         // SAFETY: fds is a valid array of pollfd.
@@ -799,6 +783,15 @@ fn raw_fork() -> i32 {
 
 fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
+}
+
+/// Poll `fd` for `events` (`POLLIN`, `POLLOUT`).
+fn pollfd(fd: i32, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
 }
 
 fn read_some(fd: i32, buf: &mut [u8]) -> Option<usize> {
