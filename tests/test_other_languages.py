@@ -7,17 +7,15 @@ offer alternatives, `可能`, `たぶん`, `かもしれない` doubt, `不是`,
 negate; letters of other scripts next to a number are words, not variables
 (`5个苹果` is 5). Written by hand, as models write them; the expected reading
 is a careful human grader's. Every case goes through every entry point a
-trainer calls (tests/test_reward_hacking.py's ENTRY_POINTS).
+trainer calls (tests/entry_points.py).
 """
 
 from __future__ import annotations
 
-import math
 import time
 
 import pytest
-from test_answer_rules import _skip_if_not_read  # tests/ is on sys.path under pytest
-from test_reward_hacking import ENTRY_POINTS
+from entry_points import assert_not_paid, assert_paid, cases, each_entry_point
 
 import grpo_fast
 
@@ -97,21 +95,16 @@ NOT_PAID = HEDGED
 PAID = MARKED + MARKER_WINS + NON_LATIN_WORDS
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), NOT_PAID, ids=[p for _, p in NOT_PAID])
+@each_entry_point
+@cases(NOT_PAID)
 def test_not_paid(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), PAID, ids=[p for _, p in PAID])
+@each_entry_point
+@cases(PAID)
 def test_paid(entry, gold, completion, request):
-    _skip_if_not_read(entry, completion, request)
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert_paid(entry, gold, completion, request)
 
 
 @pytest.mark.parametrize(("gold", "completion"), MARKED[:16], ids=[p for _, p in MARKED[:16]])
