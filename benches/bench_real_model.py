@@ -36,6 +36,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+LABELS = {
+    "hf": "grpo-fast, HF sampling",
+    "vllm": "grpo-fast, colocated vLLM",
+    "async-vllm-server": "grpo-fast, async vLLM server",
+    "trl": "TRL GRPOTrainer",
+    "trl-vllm": "TRL GRPOTrainer + vLLM",
+}
 IMPLS = ("hf", "vllm", "async-vllm-server", "trl", "trl-vllm")
 
 
@@ -110,7 +117,7 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
     from grpo_fast.train.trainer import Trainer, TrainerConfig
 
     sampler = {"hf": "hf", "vllm": "vllm", "async-vllm-server": "vllm-server"}[args.impl]
-    skip = ("eval_every", "eval_size", "save_every", "max_steps")
+    skip = ("eval_every", "eval_size", "save_every", "max_steps", "output_dir")
     options = {k: v for k, v in opts.items() if k not in skip}
     cfg = TrainerConfig(
         **options,
@@ -291,7 +298,8 @@ def plot(path: Path) -> Path:
     for ax, key in zip(axes, ("greedy", "pass@1"), strict=True):
         for impl, r in sorted(results["runs"].items()):
             xs = [p["step"] for p in r["curve"]]
-            ax.plot(xs, [100 * p[key] for p in r["curve"]], marker="o", label=impl)
+            label = LABELS.get(impl, impl) + (" (stopped early)" if r.get("partial") else "")
+            ax.plot(xs, [100 * p[key] for p in r["curve"]], marker="o", label=label)
         ax.set_title(f"held-out accuracy, {key}")
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
@@ -306,7 +314,13 @@ def plot(path: Path) -> Path:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--impl", choices=IMPLS)
+    p.add_argument(
+        "--impl",
+        choices=IMPLS,
+        action="append",
+        help="repeat it to run several one after the other (each in its own process) and "
+        "compare their step times: TRL's / the first's",
+    )
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--eval-every", type=int, default=10)
     p.add_argument("--eval-prompts", type=int, default=64, help="held-out prompts evaluated")
@@ -326,8 +340,12 @@ def main() -> None:
     if args.plot:
         print(plot(args.json))
         return
-    if args.impl is None:
+    if not args.impl:
         p.error("--impl or --plot")
+    if len(args.impl) > 1:
+        compare(args)
+        return
+    args.impl = args.impl[0]
     from grpo_fast.train.data import task_options
 
     opts = task_options("smollm2")
@@ -341,6 +359,38 @@ def main() -> None:
     _save(args, opts, result, partial=False)
     print(json.dumps(summary(result["steps"])), f"{result['minutes']:.1f} min")
     print(plot(args.json))
+
+
+def compare(args) -> None:
+    """Each ``--impl`` in a child process of this one, back to back (the same machine,
+    load and arguments), then their per-step medians side by side and each one's step
+    time over the first's, kept in the JSON's ``comparisons``."""
+    import subprocess
+
+    rest, argv = [], iter(sys.argv[1:])
+    for a in argv:  # every argument but the --impl ones
+        if a == "--impl":
+            next(argv)
+        elif not a.startswith("--impl="):
+            rest.append(a)
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    for impl in args.impl:
+        print(f"== {LABELS[impl]}", flush=True)
+        subprocess.run([sys.executable, __file__, "--impl", impl, *rest], check=True)
+    runs = json.loads(args.json.read_text())["runs"]
+    rows = {impl: runs[impl]["per_step"] for impl in args.impl}
+    first = rows[args.impl[0]]
+    parts = ("sampling", "reward", "loss", "push", "total", "cpu")
+    print("| implementation | " + " | ".join(parts) + " | total / first's | cpu / first's |")
+    for impl, row in rows.items():
+        cells = " | ".join(f"{row.get(k, float('nan')):.1f}" for k in parts)
+        ratios = f"{row['total'] / first['total']:.2f} | {row['cpu'] / first['cpu']:.2f}"
+        print(f"| {LABELS[impl]} | {cells} | {ratios} |")
+    results = json.loads(args.json.read_text())
+    results.setdefault("comparisons", []).append(
+        {"started": started, "argv": sys.argv[1:], "per_step": rows}
+    )
+    args.json.write_text(json.dumps(results, indent=1) + "\n")
 
 
 def _model_dir(gguf_path: str) -> Path:

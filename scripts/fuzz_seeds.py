@@ -259,6 +259,44 @@ def exact_constants() -> list[bytes]:
     return [pair(s, f"\\boxed{{{s}}}") for s in shapes] + [pair("1", s) for s in shapes]
 
 
+def round4() -> list[bytes]:
+    """Issue 31 (round 4): hidden text, answers taken back, cases, other
+    languages, ranges, compound quantities, quoted values, choice letters
+    repeated and constants renamed, each as models write it and repeated to
+    the limit."""
+    shapes = [
+        ("5", "The answer is ~~5~~ 6. <!-- or 7 --> <span style='display:none'>8</span>"),
+        ("5", "\\boxed{6\\phantom{5}} \\color{white}{5} \\textcolor[HTML]{FFFFFF}{5}"),
+        ("5", "\\mathllap{5} \\rlap{5} \\hphantom{5} \\smash{5} 6"),
+        ("5", "The answer is 5.[^1]\n\n[^1]: Actually it is 6.\n    more note"),
+        ("16", "\\boxed{16}. Actually no, it isn't. I made an error. 15 is not the answer."),
+        ("4", "| n odd | 3 |\n| n even | 4 |\n- if n is odd: 3\n- if n is even: 4"),
+        ("5", "Die Antwort ist 5 oder 6. vielleicht 5, не 5, ou 6, talvez 7"),
+        ("5", "The answer is between 3 and 7, 3-7, from 3 to 7, 3 to 5 cm"),
+        ("7.5", "It took 7 hours and 30 minutes, 2 feet 6 inches, $5 and 25 cents."),
+        ("5", "The answer is \"5\". It is 'five', \u201c5\u201d, `5`."),
+        ("C", "Therefore, the string would be CCCCC. The best answer is C: 42 apples."),
+        ("K", "KKKKK kkkkk (K) the answer is K: option text or L: other"),
+        ("C_1 e^x + C_2 e^{-x}", "\\boxed{A e^x + B e^{-x}}"),
+        ("x^2/2 + C", "\\boxed{\\frac{x^2}{2} + c_1 + c_2 + k + K_{12}}"),
+    ]
+    out = [pair(g, p) for g, p in shapes]
+    for g, p in shapes:
+        out.append(pair(g, (p + " ") * max(1, (LIMIT // 2) // (len(p) + 1))))
+    out += [
+        pair("5", "<span style='color:white'>" * 20_000 + "5"),
+        pair("5", "~~" * 60_000 + "5"),
+        pair("5", "<!--" * 30_000 + "5"),
+        pair("5", "[^1]" * 30_000 + "5"),
+        pair("7", "7 hours " * 30_000),
+        pair("7", "7 hours 30 minutes 15 seconds " * 8_000),
+        pair("C", "C" * 200_000),
+        pair("C", "the string would be " + "CD" * 50_000),
+        pair("x + C", "\\boxed{x + " + " + ".join(f"c_{k}" for k in range(5_000)) + "}"),
+    ]
+    return out
+
+
 def seeds() -> list[bytes]:
     rng = random.Random(9)
     return (
@@ -272,6 +310,7 @@ def seeds() -> list[bytes]:
         + hedges(rng)
         + at_the_limit(rng)
         + exact_constants()
+        + round4()
     )
 
 

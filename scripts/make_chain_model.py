@@ -29,52 +29,16 @@ learn.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 from pathlib import Path
 
 import torch
-from make_demo_model import supervised_step
+from tiny_lm import char_tokenizer, supervised_step, tiny_model, write_jsonl
 
 DATA = Path(__file__).resolve().parent.parent / "python" / "grpo_fast" / "data"
-SPECIALS = ["<pad>", "<eos>"]
 CHARS = list("0123456789+=,# ")
 MAX_NEW_TOKENS = 64
-
-
-def build_tokenizer():
-    """Character-level tokenizer: one token per character, ``<eos>`` ends a completion."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + CHARS)}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", padding_side="left"
-    )
-
-
-def build_model(vocab_size: int, seed: int):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=128,
-        intermediate_size=384,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=96,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=1,
-    )
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(config)
 
 
 def solution(numbers: list[int]) -> str:
@@ -165,9 +129,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    tokenizer = build_tokenizer()
+    tokenizer = char_tokenizer(CHARS)
     train, held_out = make_task(args.seed)
-    model = build_model(len(tokenizer), args.seed)
+    model = tiny_model("llama", len(tokenizer), args.seed, max_positions=96)
     steps = warm_start(model, tokenizer, train, args.target, args.seed)
     r = report(model, tokenizer, held_out)
     n_params = sum(p.numel() for p in model.parameters())
@@ -187,9 +151,8 @@ def main() -> None:
     text = solution(numbers_of(held_out[0]["prompt"]))
     ids = loaded(text, add_special_tokens=False)["input_ids"]
     assert loaded.decode(ids) == text, f"the saved tokenizer does not round-trip {text!r}"
-    for name, rows in (("chain_train.jsonl", train), ("chain_eval.jsonl", held_out)):
-        with open(args.out / name, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+    write_jsonl(args.out / "chain_train.jsonl", train)
+    write_jsonl(args.out / "chain_eval.jsonl", held_out)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,13 @@ instead of a fixed step count it stops at the first check (every 10 steps, on
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from pathlib import Path
 
 import torch
+from tiny_lm import char_tokenizer, supervised_step, tiny_model, write_jsonl
 
 DATA = Path(__file__).resolve().parent.parent / "python" / "grpo_fast" / "data"
-SPECIALS = ["<pad>", "<eos>"]
 CHARS = list("0123456789+-*= ")
 # A chat template in the tokenizer's own characters, so conversational prompts work end
 # to end: a system message and a space, then the user's message; an assistant message
@@ -37,42 +36,6 @@ CHAT_TEMPLATE = (
     "{% elif m['role'] == 'assistant' %}{{ eos_token }}{% endif %}"
     "{% endfor %}"
 )
-
-
-def build_tokenizer():
-    """Character-level tokenizer: one token per character, ``<eos>`` ends an answer."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + CHARS)}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    out = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", padding_side="left"
-    )
-    out.chat_template = CHAT_TEMPLATE
-    return out
-
-
-def build_model(vocab_size: int, seed: int):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    config = Qwen2Config(
-        vocab_size=vocab_size,
-        hidden_size=128,
-        intermediate_size=384,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=1,
-    )
-    torch.manual_seed(seed)
-    return Qwen2ForCausalLM(config)
 
 
 def make_task(seed: int, n_eval: int = 500) -> tuple[list[dict], list[dict]]:
@@ -95,25 +58,6 @@ def greedy_accuracy(model, tokenizer, rows: list[dict], max_new_tokens: int = 4)
     )
     texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     return sum(t.strip() == r["answer"] for t, r in zip(texts, rows, strict=True)) / len(rows)
-
-
-def supervised_step(model, opt, tokenizer, prompts: list[str], answers: list[str]) -> None:
-    """One optimizer step of teacher forcing on ``prompt + answer``, the loss on the answer."""
-    p = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-    a = tokenizer(answers, add_special_tokens=False)["input_ids"]
-    width = max(len(x) + len(y) for x, y in zip(p, a, strict=True))
-    ids = torch.zeros(len(p), width, dtype=torch.long)
-    labels = torch.full((len(p), width), -100, dtype=torch.long)
-    attn = torch.zeros(len(p), width, dtype=torch.long)
-    for i, (x, y) in enumerate(zip(p, a, strict=True)):
-        seq = x + y
-        ids[i, : len(seq)] = torch.tensor(seq)
-        attn[i, : len(seq)] = 1
-        labels[i, len(x) : len(seq)] = torch.tensor(y)
-    loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
 
 
 def warm_start(
@@ -145,9 +89,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    tokenizer = build_tokenizer()
+    tokenizer = char_tokenizer(CHARS, chat_template=CHAT_TEMPLATE)
     train, held_out = make_task(args.seed)
-    model = build_model(len(tokenizer), args.seed)
+    model = tiny_model("qwen2", len(tokenizer), args.seed, max_positions=32)
     steps = warm_start(model, tokenizer, train, args.target, args.seed)
     acc = greedy_accuracy(model, tokenizer, held_out)
     n_params = sum(p.numel() for p in model.parameters())
@@ -157,9 +101,8 @@ def main() -> None:
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(args.out / "tiny_adder")
     tokenizer.save_pretrained(args.out / "tiny_adder")
-    for name, rows in (("addition_train.jsonl", train), ("addition_eval.jsonl", held_out)):
-        with open(args.out / name, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+    write_jsonl(args.out / "addition_train.jsonl", train)
+    write_jsonl(args.out / "addition_eval.jsonl", held_out)
 
 
 if __name__ == "__main__":

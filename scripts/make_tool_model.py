@@ -27,14 +27,13 @@ with one thread.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from pathlib import Path
 
 import torch
+from tiny_lm import char_tokenizer, teacher_forced_step, tiny_model, write_jsonl
 
 DATA = Path(__file__).resolve().parent.parent / "python" / "grpo_fast" / "data"
-SPECIALS = ["<pad>", "<eos>"]
 PIECES = [
     "<tool_call>",
     "</tool_call>",
@@ -49,44 +48,6 @@ TEMPLATE = (
     "</tool_response>{% else %}{{ m['content'] }}{% if m['role'] == 'assistant' %}"
     "{{ eos_token }}{% endif %}{% endif %}{% endfor %}"
 )
-
-
-def build_tokenizer():
-    import re
-
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + PIECES + CHARS)}
-    pattern = "|".join(re.escape(p) for p in PIECES) + "|."
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    out = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", padding_side="left"
-    )
-    out.chat_template = TEMPLATE
-    return out
-
-
-def build_model(vocab_size: int, seed: int):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=128,
-        intermediate_size=384,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=1,
-    )
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(config)
 
 
 def make_task(seed: int, n_train: int = 4000, n_eval: int = 200) -> tuple[list[dict], list[dict]]:
@@ -123,20 +84,9 @@ def supervised(model, tokenizer, rows, steps: int, share: float, seed: int, batc
     model.train()
     for step in range(steps):
         pairs = [example(tokenizer, rng.choice(rows), rng.random() < share) for _ in range(batch)]
-        width = max(len(ids) for ids, _ in pairs)
-        ids = torch.zeros(batch, width, dtype=torch.long)
-        labels = torch.full((batch, width), -100, dtype=torch.long)
-        attn = torch.zeros(batch, width, dtype=torch.long)
-        for i, (x, y) in enumerate(pairs):
-            ids[i, : len(x)] = torch.tensor(x)
-            labels[i, : len(y)] = torch.tensor(y)
-            attn[i, : len(x)] = 1
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        loss = teacher_forced_step(model, opt, pairs)
         if step % 250 == 0:
-            print(f"step {step}: loss {loss.item():.3f}", flush=True)
+            print(f"step {step}: loss {loss:.3f}", flush=True)
 
 
 def main() -> None:
@@ -148,9 +98,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    tokenizer = build_tokenizer()
+    tokenizer = char_tokenizer(CHARS, pieces=PIECES, chat_template=TEMPLATE)
     train, held_out = make_task(args.seed)
-    model = build_model(len(tokenizer), args.seed)
+    model = tiny_model("llama", len(tokenizer), args.seed, max_positions=64)
     supervised(model, tokenizer, train, args.steps, args.tool_share, args.seed)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
@@ -164,9 +114,8 @@ def main() -> None:
     ids = loaded(text, add_special_tokens=False)["input_ids"]
     assert loaded.decode(ids) == text, f"the saved tokenizer does not round-trip {text!r}"
     assert loaded.chat_template == TEMPLATE
-    for name, rows in (("multiply_train.jsonl", train), ("multiply_eval.jsonl", held_out)):
-        with open(args.out / name, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+    write_jsonl(args.out / "multiply_train.jsonl", train)
+    write_jsonl(args.out / "multiply_eval.jsonl", held_out)
     print(f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, wrote {out}")
 
 

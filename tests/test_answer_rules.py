@@ -3,7 +3,7 @@
 docs/verify_semantics.md ("Which answer counts") states each rule; the cases
 here are written from those rules by hand, several realistic spellings per
 class, in boxes and in prose, and each one is scored through every way a
-trainer calls the verifier (the entry points of tests/test_reward_hacking.py:
+trainer calls the verifier (the entry points of tests/entry_points.py:
 the plain and batch APIs, the reward specs, TRL, verl, OpenRLHF and the
 math-verify compatible API). A case that must not be paid must score below
 1.0 everywhere; a case that must be paid must score 1.0 everywhere, so that
@@ -15,12 +15,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_reward_hacking import ENTRY_POINTS  # tests/ is on sys.path under pytest
+from entry_points import ENTRY_POINTS, assert_not_paid, cases, each_entry_point, skip_if_not_read
 
 import grpo_fast
 from grpo_fast import rewards
 from grpo_fast.integrations import trl, verl
-from grpo_fast.names import ANCHORED_RULES
 
 # Class 1: a bound, a doubt, a question or a negation is not the value.
 QUALIFIED = [
@@ -194,48 +193,16 @@ PAID = [
 ]
 
 
-# The math-verify compatible parse() reads a gold as it reads a completion and
-# keeps only what parses as one value, as math-verify does: a gold of several
-# words and a letter with its option's text give no answer there.
-COMPAT_PARSE = {
-    "Answer: (C) 42",
-    "the answer is (C) 4.2 m",
-    r"\boxed{New York}",
-    r"\boxed{\text{New York}}",
-    "The answer is New York.",
-    r"\boxed{\text{All odd positive integers.}}",
-}
-
-
-def _skip_if_not_read(entry: str, completion: str, request: pytest.FixtureRequest) -> None:
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    if entry == "compat.math_verify" and completion in COMPAT_PARSE:
-        reason = (
-            "owner wt-compat: compat.math_verify.parse drops answers that are text or a "
-            "letter with its option (math-verify's parse() shape); verify() pays them"
-        )
-        request.applymarker(pytest.mark.xfail(strict=False, reason=reason))
-    if entry == "trl.accuracy_reward":
-        found = grpo_fast.extract_answer(completion)
-        if found is None or found.rule not in ANCHORED_RULES:
-            pytest.skip("TRL's accuracy_reward reads anchored answers only")
-
-
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), NOT_PAID, ids=[p for _, p in NOT_PAID])
+@each_entry_point
+@cases(NOT_PAID)
 def test_not_paid(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), PAID, ids=[p for _, p in PAID])
+@each_entry_point
+@cases(PAID)
 def test_paid(entry, gold, completion, request):
-    _skip_if_not_read(entry, completion, request)
+    skip_if_not_read(entry, completion, request)
     gold_value = grpo_fast.parse(gold)
     if entry == "trl.accuracy_reward" and (gold_value is None or gold_value.kind == "text"):
         # TRL's contract: a gold math-verify cannot parse (words) is unscorable.

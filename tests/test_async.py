@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
+from typing import Any
 
 import pytest
 from conftest import SMALL_RUN
@@ -120,14 +122,20 @@ def test_a_failing_reward_stops_the_run_naming_the_cause(tmp_path):
     assert not _producers()
 
 
-def _ctrl_c_at_batch(batch: int, size: int):
+def _ctrl_c_at_batch(batch: int, size: int, trained: Any = None):
     """A reward that sends SIGINT (to the main thread) while the producer scores training
-    batch ``batch`` (evaluations, of another size, are not counted)."""
+    batch ``batch`` (evaluations, of another size, are not counted); with ``trained``
+    (a one-item list holding the trainer), only once the trainer has finished a step:
+    on a loaded machine a producer running ahead could otherwise score that batch
+    before the trainer has taken its first, and the run would stop at step 0."""
     calls = {"n": 0}
 
     def reward(completions, **columns):
         calls["n"] += len(completions) == size
         if calls["n"] == batch + 1 and len(completions) == size:
+            deadline = time.monotonic() + 300
+            while trained and trained[0].step_count < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
             signal.raise_signal(signal.SIGINT)
         return _exact(completions, **columns)
 
@@ -144,9 +152,12 @@ def test_ctrl_c_stops_the_producer_and_resume_trains_each_step_once(tmp_path, st
 
     split = tmp_path / "split"
     opts = dict(async_rollouts=True, max_staleness=staleness, **common)
+    trained: list[Any] = []
     trainer = Trainer(
-        TrainerConfig(output_dir=str(split), **opts), rewards=[_ctrl_c_at_batch(1, size)]
+        TrainerConfig(output_dir=str(split), **opts),
+        rewards=[_ctrl_c_at_batch(1, size, trained)],
     )
+    trained.append(trainer)
     with pytest.raises(TrainingInterrupted) as info:
         trainer.train()
     assert not _producers()

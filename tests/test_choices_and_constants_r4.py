@@ -4,17 +4,13 @@ arbitrary constants named differently.
 Written here by hand, as models write them, to check docs/verify_semantics.md
 rule 10 (choice letters) and the equality rule for arbitrary constants. The
 reference is what a careful human grader says of each completion; every case
-goes through every entry point a trainer calls (tests/test_reward_hacking.py's
-ENTRY_POINTS).
+goes through every entry point a trainer calls (tests/entry_points.py).
 """
 
 from __future__ import annotations
 
-import math
-
 import pytest
-from test_answer_rules import _skip_if_not_read  # tests/ is on sys.path under pytest
-from test_reward_hacking import ENTRY_POINTS
+from entry_points import assert_not_paid, assert_paid, cases, each_entry_point
 
 import grpo_fast
 
@@ -93,36 +89,39 @@ NEEDS_THE_GOLD = {
     "So we pick M",
 }
 # compat.math_verify.parse drops a letter with its option (COMPAT_PARSE in
-# tests/test_answer_rules.py); verify() pays it.
+# tests/entry_points.py); verify() pays it.
 COMPAT_PARSE = {"The correct option is (C) 42 apples", "The answer is (C) 42 apples"}
 
 PAID = LETTERS_PAID + CONSTANTS_PAID
 NOT_PAID = LETTERS_NOT_PAID + CONSTANTS_NOT_PAID
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), PAID, ids=[f"{g}|{p}" for g, p in PAID])
+@each_entry_point
+@cases(PAID, ids="gold|completion")
 def test_paid(entry, gold, completion, request):
-    _skip_if_not_read(entry, completion, request)
     if entry == "compat.math_verify" and completion in NEEDS_THE_GOLD:
         pytest.skip("math-verify's parse sees no gold: a letter run is read against a letter gold")
     if entry == "compat.math_verify" and completion in COMPAT_PARSE:
         reason = "owner wt-compat: compat.math_verify.parse drops a letter with its option"
         request.applymarker(pytest.mark.xfail(strict=False, reason=reason))
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert_paid(entry, gold, completion, request)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), NOT_PAID, ids=[f"{g}|{p}" for g, p in NOT_PAID])
+@each_entry_point
+@cases(NOT_PAID, ids="gold|completion")
 def test_not_paid(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
 def test_renaming_constants_is_symmetric_in_the_constants_only():
     # The gold's constants may be renamed; a completion may not rename x.
     assert grpo_fast.verify("y = C e^{2x}", "y = c e^{2x}")
     assert not grpo_fast.verify("y = C e^{2x}", "y = C e^{2t}")
+
+
+def test_a_backslash_before_a_wide_character_is_no_crash():
+    # Found by `make fuzz` (issue 31): `\` then a multi-byte character was
+    # sliced inside the character when the value was read as arithmetic.
+    pred = "$\\" + "\ufffd" * 100 + "boxed{4, 5}$"
+    grpo_fast.extract_answer(pred)  # returns (a panic raises InternalError)
+    assert grpo_fast.verify("$AB=4,CD=5$", pred) is False

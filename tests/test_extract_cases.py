@@ -5,17 +5,14 @@ check the rules of docs/verify_semantics.md ("Which answer counts") on forms
 tests/test_answer_rules.py does not spell: each class below is one rule, and
 each case a different way of writing it. The reference is the reading a
 careful human grader gives each completion; every case goes through every
-entry point a trainer calls (tests/test_reward_hacking.py's ENTRY_POINTS).
+entry point a trainer calls (tests/entry_points.py).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-from test_answer_rules import _skip_if_not_read  # tests/ is on sys.path under pytest
-from test_reward_hacking import ENTRY_POINTS
+from entry_points import assert_not_paid, assert_paid, cases, each_entry_point
 
 import grpo_fast
 from grpo_fast import rewards
@@ -181,23 +178,18 @@ PAID = [
 ]
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), NOT_PAID, ids=[p for _, p in NOT_PAID])
+@each_entry_point
+@cases(NOT_PAID)
 def test_not_paid(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), PAID, ids=[p for _, p in PAID])
+@each_entry_point
+@cases(PAID)
 def test_paid(entry, gold, completion, request):
-    _skip_if_not_read(entry, completion, request)
     if entry == "compat.math_verify" and completion.startswith("Answer: (C)"):
         pytest.skip("math-verify's parse() keeps no letter with its option's text")
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert_paid(entry, gold, completion, request)
 
 
 # Equation chains end in their value. The math engine decides them

@@ -5,16 +5,13 @@ rules 4 (an answer taken back after it is given), 11 (hidden text is not
 text) and 12 (a table or list of cases is no answer). The reference is the
 reading a careful human grader gives each completion, from its rendered
 form; every case goes through every entry point a trainer calls
-(tests/test_reward_hacking.py's ENTRY_POINTS).
+(tests/entry_points.py).
 """
 
 from __future__ import annotations
 
-import math
-
 import pytest
-from test_answer_rules import _skip_if_not_read  # tests/ is on sys.path under pytest
-from test_reward_hacking import ENTRY_POINTS
+from entry_points import assert_not_paid, assert_paid, cases, each_entry_point
 
 import grpo_fast
 
@@ -131,21 +128,16 @@ NOT_PAID = TAKEN_BACK + HIDDEN + CASES
 PAID = SHOWN + CONFIRMED + NOT_CASES
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), NOT_PAID, ids=[p for _, p in NOT_PAID])
+@each_entry_point
+@cases(NOT_PAID)
 def test_not_paid(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), PAID, ids=[p for _, p in PAID])
+@each_entry_point
+@cases(PAID)
 def test_paid(entry, gold, completion, request):
-    _skip_if_not_read(entry, completion, request)
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert_paid(entry, gold, completion, request)
 
 
 @pytest.mark.parametrize(("gold", "completion"), TAKEN_BACK, ids=[p for _, p in TAKEN_BACK])

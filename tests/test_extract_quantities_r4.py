@@ -7,17 +7,14 @@ first) number. The quantity answers a gold that is its value in its first
 (largest) unit or in its last (smallest) unit (`7 hours 30 minutes` is 7.5
 hours or 450 minutes), and nothing else. The reference is the reading a
 careful human grader gives each completion; every case goes through every
-entry point a trainer calls (tests/test_reward_hacking.py's ENTRY_POINTS).
+entry point a trainer calls (tests/entry_points.py).
 """
 
 from __future__ import annotations
 
-import math
 import time
 
-import pytest
-from test_answer_rules import _skip_if_not_read  # tests/ is on sys.path under pytest
-from test_reward_hacking import ENTRY_POINTS
+from entry_points import assert_not_paid, assert_paid, cases, each_entry_point
 
 import grpo_fast
 
@@ -93,21 +90,16 @@ PAID = [
 ]
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), NOT_PAID, ids=[f"{g}|{p}" for g, p in NOT_PAID])
+@each_entry_point
+@cases(NOT_PAID, ids="gold|completion")
 def test_a_number_of_a_compound_quantity_is_not_paid(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), PAID, ids=[f"{g}|{p}" for g, p in PAID])
+@each_entry_point
+@cases(PAID, ids="gold|completion")
 def test_the_quantity_in_its_first_or_last_unit_pays(entry, gold, completion, request):
-    _skip_if_not_read(entry, completion, request)
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert_paid(entry, gold, completion, request)
 
 
 def test_the_verdict_says_why():

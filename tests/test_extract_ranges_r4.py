@@ -8,17 +8,15 @@ A value stated beside a range, a change (`rose from 5 to 7`), a subtraction
 (`10-6 = 4`, `\\boxed{10 – 3}`) and an interval written as math against an
 interval gold still pay. The reference is the reading a careful human grader
 gives each completion; every case goes through every entry point a trainer
-calls (tests/test_reward_hacking.py's ENTRY_POINTS).
+calls (tests/entry_points.py).
 """
 
 from __future__ import annotations
 
-import math
 import time
 
 import pytest
-from test_answer_rules import _skip_if_not_read  # tests/ is on sys.path under pytest
-from test_reward_hacking import ENTRY_POINTS
+from entry_points import assert_not_paid, assert_paid, cases, each_entry_point
 
 import grpo_fast
 
@@ -94,23 +92,16 @@ NOT_RANGES = [
 ]
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), RANGES, ids=[f"{g}|{p}" for g, p in RANGES])
+@each_entry_point
+@cases(RANGES, ids="gold|completion")
 def test_a_range_is_not_paid(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(
-    ("gold", "completion"), NOT_RANGES, ids=[f"{g}|{p}" for g, p in NOT_RANGES]
-)
+@each_entry_point
+@cases(NOT_RANGES, ids="gold|completion")
 def test_a_value_beside_a_range_still_pays(entry, gold, completion, request):
-    _skip_if_not_read(entry, completion, request)
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert_paid(entry, gold, completion, request)
 
 
 @pytest.mark.parametrize(

@@ -142,7 +142,7 @@ def test_sampling_with_the_shared_prompt_cache_equals_one_prompt_at_a_time(
     prompts = ["12+34=", "7+8=", "99+1="]
     shared = HFSampler(model, tok)
     unshared = HFSampler(model, tok)
-    unshared._shared_prompt_cache = lambda n, enc: {}  # type: ignore[method-assign]
+    unshared._shared_prompt_cache = lambda model, n, enc: {}  # type: ignore[method-assign]
     params = SamplingParams(max_new_tokens=6, temperature=1.0)
     torch.manual_seed(0)
     a = shared.sample(prompts, 3, params).completion_ids
@@ -417,3 +417,72 @@ def test_cuda_without_a_gpu_is_a_clear_error(tmp_path, capsys):
     assert "no CUDA GPU is available" in err and "Traceback" not in err
     assert main(["train", "--device", "tpu9", "--output-dir", str(tmp_path)]) == 2
     assert "device must be" in capsys.readouterr().err
+
+
+def _bf16_reference(model):
+    """A bf16 model from ``model`` as a user would make it (``.to``), with the fp32
+    buffers (rotary frequencies) put back: what sampling from a 16-bit copy means."""
+    ref = copy.deepcopy(model).to(torch.bfloat16).eval()
+    buffers = dict(model.named_buffers())
+    for name, b in ref.named_buffers():
+        b.data = buffers[name].data.clone()
+    return ref
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_sampling_from_a_16_bit_copy_follows_the_models_updates(tiny_lm, architecture):
+    """HFSampler(weights_dtype=bf16) samples what a bf16 model made from the current
+    weights samples, before and after the weights change (update_weights), and leaves
+    the fp32 model, its gradients included, as it was."""
+    from grpo_fast.sampling import HFSampler, SamplingParams
+    from grpo_fast.train.modeling import load_tokenizer
+
+    tok = load_tokenizer(str(DATA_DIR / "tiny_adder"))
+    model = tiny_lm(architecture)
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    sampler = HFSampler(model, tok, weights_dtype=torch.bfloat16)
+    prompts = ["12+34=", "7+8="]
+    params = SamplingParams(max_new_tokens=6, temperature=1.0)
+    for _ in range(2):
+        want = _bf16_reference(model)
+        torch.manual_seed(0)
+        got = sampler.sample(prompts, 3, params)
+        torch.manual_seed(0)
+        ref = HFSampler(want, tok).sample(prompts, 3, params)
+        assert got.completion_ids == ref.completion_ids
+        assert np.allclose(np.concatenate(got.logprobs), np.concatenate(ref.logprobs))
+        assert all(p.dtype == torch.float32 for p in model.parameters())
+        assert all(torch.equal(p.grad, torch.ones_like(p)) for p in model.parameters())
+        with torch.no_grad():  # an update large enough to change the samples
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.5)
+        sampler.update_weights(model)
+    copied = dict(sampler._copy.named_parameters())
+    for name, p in model.named_parameters():
+        assert copied[name].dtype == torch.bfloat16
+        assert torch.equal(copied[name], p.detach().to(torch.bfloat16)), name
+
+
+@pytest.mark.parametrize(
+    ("options", "copied"),
+    [
+        ({"dtype": "bf16"}, True),
+        ({"dtype": "bf16", "hf_sampling_copy": False}, False),
+        ({"dtype": "fp32"}, False),
+        ({"dtype": "bf16", "lora_r": 4}, False),  # the frozen base is bf16 already
+    ],
+)
+def test_the_trainer_samples_from_a_16_bit_copy_only_where_it_pays(
+    tiny_model_dir, make_config, options, copied
+):
+    """A bf16 run with fp32 weights samples from a bf16 copy refreshed after each step;
+    fp32 runs, LoRA (16-bit base) and --no-hf-sampling-copy sample from the model."""
+    model = str(tiny_model_dir("llama"))
+    trainer = Trainer(make_config(model=model, max_new_tokens=4, **options))
+    assert trainer.sampler.weights_dtype == (torch.bfloat16 if copied else None)
+    trainer.step()
+    if copied:
+        copy_ = dict(trainer.sampler._copy.named_parameters())
+        for name, p in trainer.model.named_parameters():
+            assert torch.equal(copy_[name], p.detach().to(torch.bfloat16)), name

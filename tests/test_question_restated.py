@@ -12,10 +12,8 @@ expected judgements are written by hand.
 
 from __future__ import annotations
 
-import math
-
 import pytest
-from test_reward_hacking import ENTRY_POINTS  # tests/ is on sys.path under pytest
+from entry_points import assert_not_paid, cases, each_entry_point, score
 
 import grpo_fast
 
@@ -56,24 +54,18 @@ STATED = [
 ]
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), RESTATED, ids=[p for _, p in RESTATED])
+@each_entry_point
+@cases(RESTATED)
 def test_the_question_restated_earns_nothing(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), STATED, ids=[p for _, p in STATED])
+@each_entry_point
+@cases(STATED)
 def test_a_stated_result_pays(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
     if entry == "trl.accuracy_reward" and "answer is" not in completion:
         pytest.skip("TRL's accuracy_reward reads anchored answers only")
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert score(entry, gold, completion) == 1.0, f"{entry}: {completion!r}"
 
 
 def test_the_verdict_says_why():

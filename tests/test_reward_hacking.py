@@ -12,14 +12,10 @@ fix which scores everything 0 fails too.
 
 from __future__ import annotations
 
-import math
-
 import pytest
+from entry_points import assert_not_paid, cases, each_entry_point, score
 
 import grpo_fast
-from grpo_fast import rewards
-from grpo_fast.compat import math_verify as mv_compat
-from grpo_fast.integrations import openrlhf, trl, verl
 
 # (gold, hedging completion): each must earn nothing.
 HEDGES = [
@@ -72,67 +68,24 @@ FAIR = [
     ("3", "The answer is probably $3$."),
 ]
 
-IDS = [p for _, p in HEDGES]
-FAIR_IDS = [p for _, p in FAIR]
 
-
-def _openrlhf_score(gold: str, completion: str) -> float:
-    prompt = "Question: what is it?\n"
-    out = openrlhf.reward_func([prompt + completion], [prompt], [gold])
-    return float(out["rewards"][0])
-
-
-def _entry_points():
-    """name -> f(gold, completion) -> reward (1.0 for a paid answer)."""
-    math_reward = rewards.combine([rewards.MathReward()])
-    return {
-        "verify": lambda g, p: float(grpo_fast.verify(g, p)),
-        "verify_detailed": lambda g, p: float(grpo_fast.verify_detailed(g, p).matched),
-        "verify_batch": lambda g, p: float(grpo_fast.verify_batch([g, g], [p, p])[1]),
-        "MathReward.score_batch": lambda g, p: float(math_reward.score_batch([p], [g]).total[0]),
-        "trl.accuracy_reward": lambda g, p: trl.accuracy_reward([p], solution=[g])[0] or 0.0,
-        # judge="grpo_fast": the lenient judge reads every answer form, so it
-        # is the one a hedge could slip through (verl's own judge for MATH
-        # reads only boxes).
-        "verl.compute_score": lambda g, p: float(
-            verl.compute_score("lighteval/MATH", p, g, judge="grpo_fast")
-        ),
-        "openrlhf.reward_func": _openrlhf_score,
-        "compat.math_verify": lambda g, p: float(
-            mv_compat.verify(mv_compat.parse(g), mv_compat.parse(p))
-        ),
-    }
-
-
-ENTRY_POINTS = _entry_points()
-
-
-@pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
-@pytest.mark.parametrize(("gold", "completion"), HEDGES, ids=IDS)
+@each_entry_point
+@cases(HEDGES)
 def test_a_hedge_earns_nothing(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
-    score = ENTRY_POINTS[entry](gold, completion)
-    assert not math.isnan(score)
-    assert score < 1.0, f"{entry} pays {completion!r} against {gold!r}"
+    assert_not_paid(entry, gold, completion)
 
 
-@pytest.mark.parametrize(
-    "entry",
+@each_entry_point
+@cases(FAIR)
+def test_a_fair_answer_still_pays(entry, gold, completion):
     # TRL's accuracy_reward reads anchored answers only (no `####`); the other
     # entry points read every marker.
-    sorted(ENTRY_POINTS),
-)
-@pytest.mark.parametrize(("gold", "completion"), FAIR, ids=FAIR_IDS)
-def test_a_fair_answer_still_pays(entry, gold, completion):
-    if entry == "openrlhf.reward_func":
-        pytest.importorskip("torch")
     if entry == "trl.accuracy_reward" and completion.startswith("####"):
         pytest.skip("TRL's accuracy_reward does not read GSM8K's #### line")
-    assert ENTRY_POINTS[entry](gold, completion) == 1.0, f"{entry}: {completion!r}"
+    assert score(entry, gold, completion) == 1.0, f"{entry}: {completion!r}"
 
 
-@pytest.mark.parametrize(("gold", "completion"), HEDGES, ids=IDS)
+@cases(HEDGES)
 def test_the_verdict_names_the_hedge(gold, completion):
     v = grpo_fast.verify_detailed(gold, completion)
     assert not v.matched

@@ -6,6 +6,7 @@ starts a real server (the demo model) in a child process playing the trainer."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from grpo_fast.sampling.vllm_server import VLLMServer
 if __name__ == "__main__":
     args = ["--enforce-eager", "--max-model-len", "32"]
     server = VLLMServer(sys.argv[1], dtype="fp32", args=args)
-    print(server.proc.pid, flush=True)
+    print(server.proc.pid, server.log_path, flush=True)
     time.sleep(600)
 """
 
@@ -54,10 +55,12 @@ def start_trainer(tmp_path):
         )
     line = proc.stdout.readline()
     proc.stdout.close()
-    assert line.strip().isdigit(), (tmp_path / "trainer.log").read_text()[-3000:]
-    server = int(line)
+    assert line.split(" ")[0].isdigit(), (tmp_path / "trainer.log").read_text()[-3000:]
+    pid, log = line.strip().split(" ", 1)
+    server = int(pid)
     assert server in group_members(server)  # the server leads a group of its own
-    return proc, server
+    assert Path(log).is_file()
+    return proc, server, Path(log)
 
 
 def wait_gone(pgid: int, seconds: float = 90) -> list[int]:
@@ -69,11 +72,14 @@ def wait_gone(pgid: int, seconds: float = 90) -> list[int]:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_no_server_left_when_the_trainer_stops(tmp_path, sig):
-    proc, server = start_trainer(tmp_path)
+    proc, server, log = start_trainer(tmp_path)
     try:
         os.kill(proc.pid, sig)
         proc.wait(90)
         assert wait_gone(server) == []
+        if sig == signal.SIGINT:  # stopped from Python: its temporary log goes too
+            assert not log.exists()
+        log.unlink(missing_ok=True)  # SIGKILL: no Python code ran to remove it
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -89,3 +95,7 @@ def test_a_model_the_server_cannot_load_is_reported_with_its_log(tmp_path):
     with pytest.raises(VLLMServerError, match=r"exited with code \d+; its last log lines") as e:
         VLLMServerSampler(model=str(tmp_path), server_args=["--enforce-eager"])
     assert "NoSuchModel" in str(e.value) or "model_type" in str(e.value), str(e.value)[-2000:]
+    # The log the error names is kept for the user to read.
+    log = Path(re.search(r"its last log lines \((.+?)\):", str(e.value)).group(1))
+    assert log.is_file()
+    log.unlink()

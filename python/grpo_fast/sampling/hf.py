@@ -8,7 +8,7 @@ import torch
 
 from grpo_fast.errors import InvalidInputError
 from grpo_fast.sampling.base import Completions, SamplingParams, check_prompts
-from grpo_fast.train.modeling import decoder_of, prefill_groups
+from grpo_fast.train.modeling import decoder_of, prefill_groups, refresh_copy, weights_copy
 
 __all__ = ["HFSampler"]
 
@@ -19,7 +19,8 @@ class HFSampler:
     Parameters
     ----------
     model : transformers PreTrainedModel
-        Shared with the trainer: there is nothing to copy after an update.
+        Shared with the trainer: there is nothing to copy after an update
+        (unless ``weights_dtype`` asks for a copy).
     tokenizer : transformers tokenizer
         Needs a pad token; prompts are left-padded for batched generation.
     batch_size : int or None
@@ -28,6 +29,13 @@ class HFSampler:
         Report the sampled tokens' log-probs (costs keeping every step's
         scores; the trainer recomputes them in its loss forward and turns
         this off).
+    weights_dtype : torch.dtype or None
+        Sample from a copy of the model whose weights are stored in this dtype
+        (buffers such as rotary frequencies stay as they are), refreshed from
+        the model by :meth:`update_weights`: the mixed-precision trainer's
+        fp32 weights are then not cast to 16 bits again at every generated
+        token, as they are under autocast. Costs the weights' size in this
+        dtype. ``None``: the model itself.
 
     Examples
     --------
@@ -37,7 +45,13 @@ class HFSampler:
     """
 
     def __init__(
-        self, model: Any, tokenizer: Any, *, batch_size: int | None = None, logprobs: bool = True
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_size: int | None = None,
+        logprobs: bool = True,
+        weights_dtype: torch.dtype | None = None,
     ) -> None:
         if tokenizer.pad_token_id is None:
             raise InvalidInputError("the tokenizer has no pad token; set tokenizer.pad_token")
@@ -45,11 +59,25 @@ class HFSampler:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.logprobs = logprobs
+        self.weights_dtype = weights_dtype
+        self._copy: Any = None  # the weights_dtype copy, built on first use
 
     def update_weights(self, model: Any) -> None:
+        """Sample from ``model`` from now on (its ``weights_dtype`` copy refreshed now:
+        the trainer counts it as the step's weight push)."""
         self.model = model
+        if self._copy is not None:
+            refresh_copy(self._copy, model)
 
-    def _shared_prompt_cache(self, n: int, enc: dict[str, Any]) -> dict[str, Any]:
+    def _runner(self) -> Any:
+        """What ``generate`` runs: the model, or its ``weights_dtype`` copy."""
+        if self.weights_dtype is None:
+            return self.model
+        if self._copy is None:
+            self._copy = weights_copy(self.model, self.weights_dtype)
+        return self._copy
+
+    def _shared_prompt_cache(self, model: Any, n: int, enc: dict[str, Any]) -> dict[str, Any]:
         """Prefill each prompt once and repeat its key/value cache for its ``n`` samples
         (:func:`~grpo_fast.train.modeling.prefill_groups`).
 
@@ -60,11 +88,11 @@ class HFSampler:
             return {}
         ids, attn = enc["input_ids"][:, :-1], enc["attention_mask"][:, :-1]
         with torch.inference_mode():
-            pre = prefill_groups(decoder_of(self.model), ids, attn, n)
+            pre = prefill_groups(decoder_of(model), ids, attn, n)
         return {} if pre is None else {pre.argument: pre.cache}
 
     def _generate(
-        self, enc: dict[str, Any], params: SamplingParams, extra: dict[str, Any]
+        self, model: Any, enc: dict[str, Any], params: SamplingParams, extra: dict[str, Any]
     ) -> tuple[list[list[int]], list[list[float]] | None]:
         """One ``generate`` call on a left-padded batch: each row's new token ids (cut after
         EOS) and, with ``logprobs``, their log-probs."""
@@ -76,7 +104,7 @@ class HFSampler:
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         with torch.inference_mode():
-            out = self.model.generate(
+            out = model.generate(
                 **enc,
                 max_new_tokens=params.max_new_tokens,
                 pad_token_id=tok.pad_token_id,
@@ -120,13 +148,14 @@ class HFSampler:
         for i, seq in enumerate(sequences):
             ids[i, width - len(seq) :] = torch.tensor(seq, dtype=torch.long)
             mask[i, width - len(seq) :] = 1
-        enc = {"input_ids": ids.to(self.model.device), "attention_mask": mask.to(self.model.device)}
-        was_training = self.model.training
-        self.model.eval()
+        model = self._runner()
+        enc = {"input_ids": ids.to(model.device), "attention_mask": mask.to(model.device)}
+        was_training = model.training
+        model.eval()
         try:
-            return self._generate(enc, params, {})
+            return self._generate(model, enc, params, {})
         finally:
-            self.model.train(was_training)
+            model.train(was_training)
 
     def sample(self, prompts: list[str], n: int, params: SamplingParams) -> Completions:
         check_prompts(prompts, n)
@@ -137,15 +166,18 @@ class HFSampler:
         prompt_ids: list[list[int]] = []
         completion_ids: list[list[int]] = []
         logprobs: list[list[float]] = []
-        was_training = self.model.training
-        self.model.eval()
+        model = self._runner()
+        was_training = model.training
+        model.eval()
         try:
             for start in range(0, len(rows), step):
                 chunk = rows[start : start + step]
                 enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-                enc = {k: v.to(self.model.device) for k, v in enc.items()}
-                shared = self._shared_prompt_cache(n, enc) if n > 1 and step == len(rows) else {}
-                new, lps = self._generate(enc, params, shared)
+                enc = {k: v.to(model.device) for k, v in enc.items()}
+                shared = (
+                    self._shared_prompt_cache(model, n, enc) if n > 1 and step == len(rows) else {}
+                )
+                new, lps = self._generate(model, enc, params, shared)
                 for i, ids in enumerate(new):
                     mask = enc["attention_mask"][i].bool()
                     prompt_ids.append(enc["input_ids"][i][mask].tolist())
@@ -153,7 +185,7 @@ class HFSampler:
                 logprobs.extend(lps or [])
                 texts.extend(tok.batch_decode(new, skip_special_tokens=True))
         finally:
-            self.model.train(was_training)
+            model.train(was_training)
         return Completions(
             texts, prompt_ids, completion_ids, logprobs if self.logprobs else None, n
         )

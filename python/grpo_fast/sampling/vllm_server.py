@@ -146,6 +146,10 @@ class VLLMServer:
         self.command = server_command(
             model, host=host, port=port, dtype=engine_dtype(dtype), args=list(args)
         )
+        # A log file of our own is removed when the server is stopped, kept when it
+        # failed (the error quotes its path); a ``log`` the caller named is theirs.
+        self._own_log = log is None
+        self._keep_log = False
         if log is None:
             fd, log = tempfile_name()
             os.close(fd)
@@ -180,6 +184,7 @@ class VLLMServer:
         """Raise :class:`VLLMServerError` with the server's last log lines if it exited."""
         code = None if self.proc is None else self.proc.poll()
         if self.proc is None or code is not None:
+            self._keep_log = True
             raise VLLMServerError(
                 f"the vLLM server ({' '.join(self.command[:5])} ...) exited"
                 f"{'' if code is None else f' with code {code}'}; its last log lines "
@@ -193,6 +198,7 @@ class VLLMServer:
             if _healthy(self.url):
                 return
             if time.monotonic() > deadline:
+                self._keep_log = True
                 raise VLLMServerError(
                     f"the vLLM server at {self.url} did not answer /health within "
                     f"{timeout:.0f} s; its last log lines ({self.log_path}):\n{self.log_tail()}"
@@ -217,6 +223,8 @@ class VLLMServer:
                 os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             self._log.close()
+        if self._own_log and not self._keep_log:
+            self.log_path.unlink(missing_ok=True)
         atexit.unregister(self.stop)
 
     def __enter__(self) -> VLLMServer:

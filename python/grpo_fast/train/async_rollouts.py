@@ -44,7 +44,9 @@ import torch
 
 from grpo_fast.errors import RolloutError
 from grpo_fast.train import rollout
+from grpo_fast.train.build import hf_sampling_dtype
 from grpo_fast.train.checkpoint import rng_state
+from grpo_fast.train.modeling import weights_copy
 from grpo_fast.train.rollout import Batch
 
 __all__ = ["Rollout", "RolloutProducer"]
@@ -120,7 +122,14 @@ class RolloutProducer:
         if cfg.sampler == "hf" and t.device.type == "cuda":
             self._stream = torch.cuda.Stream(t.device)
         if cfg.sampler == "hf":
-            self._copy = copy.deepcopy(t.model).eval().requires_grad_(False)
+            # In 16 bits where the run's sampler would be (hf_sampling_copy): loading the
+            # trainer's weights into it casts them once per version, not once per token.
+            dtype = hf_sampling_dtype(cfg, t.model, sharded=t.policy.sharded)
+            self._copy = (
+                copy.deepcopy(t.model).eval().requires_grad_(False)
+                if dtype is None
+                else weights_copy(t.model, dtype)
+            )
             sampler: Any = HFSampler(self._copy, t.tokenizer, logprobs=True)
             if getattr(t, "tools", None) is not None:  # multi-turn rollouts (grpo_fast.tools)
                 sampler = t.tools.wrap(sampler, t.tokenizer)

@@ -39,6 +39,7 @@ __all__ = [
     "build_prompt_order",
     "build_sampler",
     "build_scheduler",
+    "hf_sampling_dtype",
     "load_rows",
     "sampling_params",
 ]
@@ -150,9 +151,23 @@ def sampling_params(cfg: TrainerConfig) -> SamplingParams:
     )
 
 
-def build_sampler(cfg: TrainerConfig, model: Any, tokenizer: Any) -> Any:
-    """``HFSampler`` on the training model itself, a colocated ``VLLMSampler`` or a
-    ``VLLMServerSampler``; vLLM's precision is the trainer's unless ``vllm_dtype`` says."""
+def hf_sampling_dtype(cfg: TrainerConfig, model: Any, *, sharded: bool = False) -> Any:
+    """The dtype of HF sampling's copy of the weights (``hf_sampling_copy``), or None:
+    sample from the model itself (fp32 runs, weights mostly 16-bit already as LoRA's
+    frozen base, or FSDP2's shards)."""
+    dtype = DTYPES[cfg.dtype]
+    if not cfg.hf_sampling_copy or dtype == torch.float32 or sharded:
+        return None
+    sizes = {True: 0, False: 0}
+    for p in model.parameters():
+        sizes[p.dtype == torch.float32] += p.numel()
+    return dtype if sizes[True] > sizes[False] else None
+
+
+def build_sampler(cfg: TrainerConfig, model: Any, tokenizer: Any, *, sharded: bool = False) -> Any:
+    """``HFSampler`` on the training model (or its 16-bit copy, :func:`hf_sampling_dtype`),
+    a colocated ``VLLMSampler`` or a ``VLLMServerSampler``; vLLM's precision is the
+    trainer's unless ``vllm_dtype`` says; ``sharded``: the model is FSDP2's."""
     dtype = cfg.dtype if cfg.vllm_dtype == "auto" else cfg.vllm_dtype
     eager = device_type(cfg.device) == "cpu"  # compiled graphs: minutes of start-up on a CPU
     model_dir = model_source(cfg.model)  # a GGUF file: its converted directory
@@ -166,7 +181,12 @@ def build_sampler(cfg: TrainerConfig, model: Any, tokenizer: Any) -> Any:
         return VLLMServerSampler(cfg.vllm_url, model=model_dir, dtype=dtype, server_args=args)
     # The loss recomputes the log-probs in its own forward: the sampler's are needed
     # only for a sampler correction asked for by name.
-    return HFSampler(model, tokenizer, logprobs=sampler_correction(cfg) != "none")
+    return HFSampler(
+        model,
+        tokenizer,
+        logprobs=sampler_correction(cfg) != "none",
+        weights_dtype=hf_sampling_dtype(cfg, model, sharded=sharded),
+    )
 
 
 def build_optimizer(cfg: TrainerConfig, model: Any) -> torch.optim.Optimizer:

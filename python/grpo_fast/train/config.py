@@ -192,6 +192,16 @@ class TrainerConfig:
             "one and stop it with the run)"
         ),
     )
+    hf_sampling_copy: bool = field(
+        default=True,
+        metadata=_doc(
+            "--sampler hf with bf16/fp16 --dtype and fp32 trained weights: sample from a "
+            "16-bit copy of the weights refreshed after each update (as a vLLM engine holds "
+            "them), instead of the training model under autocast, which casts every weight "
+            "again at every generated token; costs the weights' size in 16 bits (off under "
+            "FSDP2)"
+        ),
+    )
     vllm_dtype: Literal["auto", "fp32", "bf16", "fp16"] = field(
         default="auto", metadata=_doc("the vLLM engine's precision (auto: --dtype's)")
     )

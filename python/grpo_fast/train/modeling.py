@@ -47,6 +47,8 @@ __all__ = [
     "max_positions",
     "prepare_model",
     "reference_model",
+    "refresh_copy",
+    "weights_copy",
 ]
 
 #: ``--dtype`` names and their torch dtypes.
@@ -218,6 +220,32 @@ def reference_model(model: Any, dtype: str = "fp32") -> Any:
     if is_peft_model(model):
         return AdaptersDisabled(model)
     return copy.deepcopy(model).to(DTYPES[dtype]).eval().requires_grad_(False)
+
+
+def weights_copy(model: Any, dtype: torch.dtype) -> Any:
+    """A frozen copy of ``model`` for sampling, its floating-point weights stored in
+    ``dtype``; buffers (rotary frequencies, ...) and gradients are not copied as 16-bit
+    weights: buffers keep their dtype, gradients are dropped."""
+    grads = [p.grad for p in model.parameters()]
+    for p in model.parameters():
+        p.grad = None  # not deep-copied
+    try:
+        dup = copy.deepcopy(model)
+    finally:
+        for p, g in zip(model.parameters(), grads, strict=True):
+            p.grad = g
+    with torch.no_grad():
+        for p in dup.parameters():
+            if p.is_floating_point():
+                p.data = p.data.to(dtype)
+    return dup.eval().requires_grad_(False)
+
+
+def refresh_copy(dup: Any, model: Any) -> None:
+    """``model``'s current weights into its :func:`weights_copy` (cast to its dtype)."""
+    with torch.no_grad():
+        for d, p in zip(dup.parameters(), model.parameters(), strict=True):
+            d.copy_(p)
 
 
 class MixedPrecision:

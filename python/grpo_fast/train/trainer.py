@@ -185,7 +185,9 @@ class Trainer:
         self.reference = None if self.ref_model is None else self.policy.reference(self.ref_model)
         self.params = sampling_params(cfg)
         self.sampler = (
-            sampler if sampler is not None else build_sampler(cfg, self.model, self.tokenizer)
+            sampler
+            if sampler is not None
+            else build_sampler(cfg, self.model, self.tokenizer, sharded=self.policy.sharded)
         )
         if rollout_func is not None:  # the user drives generation (TRL's rollout_func)
             self.sampler = RolloutFuncSampler(rollout_func, self, self.sampler)

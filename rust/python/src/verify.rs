@@ -42,7 +42,14 @@ pub fn extract_answer(
     // (`{\\color{blue} 36}`) is not returned.
     run(py, || {
         Ok(extract::visible(text, opts).ok().and_then(|shown| {
-            extracted(extract::find_visible(&shown, opts, extract::Hints::default()).ok())
+            // As written: a foreign word folded inside it (rule 13) is returned.
+            let found = extract::find_visible(&shown, opts, extract::Hints::default()).ok();
+            extracted(found.map(|mut e| {
+                for p in &mut e.parts {
+                    *p = shown.as_written(p);
+                }
+                e
+            }))
         }))
     })
 }

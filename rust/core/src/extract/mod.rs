@@ -22,6 +22,7 @@ mod boxes;
 mod cases;
 mod clause;
 mod fallback;
+mod foreign;
 mod hedges;
 mod hidden;
 mod markers;
@@ -321,7 +322,7 @@ pub fn find_answer<'a>(
 ) -> Result<Extracted<'a>, &'static str> {
     let shown = visible(text, opts)?;
     let e = find_visible(&shown, opts, hints)?;
-    rebase(e, &shown.text, shown.region).ok_or(NO_ANSWER)
+    rebase(e, shown.text(), shown.region).ok_or(NO_ANSWER)
 }
 
 /// What a reader sees of a completion's answer region: the region
@@ -329,13 +330,26 @@ pub fn find_answer<'a>(
 /// offsets. Built once per completion; [`find_visible`] reads it.
 pub struct Visible<'a> {
     region: &'a str,
-    text: std::borrow::Cow<'a, str>,
+    /// The region with hidden text blanked.
+    hidden: std::borrow::Cow<'a, str>,
+    /// `hidden` with other languages folded (rule 13), when that changed it.
+    folded: Option<String>,
 }
 
 impl Visible<'_> {
     /// The text the rules read.
     pub fn text(&self) -> &str {
-        &self.text
+        self.folded.as_deref().unwrap_or(&self.hidden)
+    }
+
+    /// A slice of [`Visible::text`] as written before other languages were
+    /// folded (the same offsets): `5个6` rather than `5   6`.
+    pub fn as_written<'s>(&'s self, part: &'s str) -> &'s str {
+        let base = self.text().as_ptr() as usize;
+        (part.as_ptr() as usize)
+            .checked_sub(base)
+            .and_then(|off| self.hidden.get(off..off + part.len()))
+            .unwrap_or(part)
     }
 }
 
@@ -345,9 +359,15 @@ pub fn visible<'a>(text: &'a str, opts: &ExtractOptions) -> Result<Visible<'a>, 
         return Err("over budget: completion longer than the extraction limit");
     }
     let region = answer_region(text, opts)?;
+    let hidden = hidden::shown(region);
+    let folded = match foreign::fold(std::borrow::Cow::Borrowed(&*hidden)) {
+        std::borrow::Cow::Owned(t) => Some(t),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
     Ok(Visible {
         region,
-        text: hidden::shown(region),
+        hidden,
+        folded,
     })
 }
 
@@ -359,14 +379,14 @@ pub fn find_visible<'s>(
     opts: &ExtractOptions,
     hints: Hints,
 ) -> Result<Extracted<'s>, &'static str> {
-    let mut scan = Scan::new(&shown.text);
+    let mut scan = Scan::new(shown.text());
     scan.prefer_choice = hints.choice;
     for &rule in &opts.rules {
         if hints.truncated && rule.is_fallback() {
             continue;
         }
         if let Some(e) = scan.apply(rule, opts)? {
-            return Ok(with_quantity(e, &shown.text));
+            return Ok(with_quantity(e, shown.text()));
         }
     }
     Err(if hints.truncated {

@@ -109,7 +109,10 @@ pub(crate) fn is_arithmetic(part: &str) -> bool {
                     "left" | "right" | "" => {}
                     _ => return false,
                 }
-                i = j.max(i + 2);
+                // `\,`, `\!`: the escaped character goes with the backslash,
+                // whole (`\é` is two bytes after it, not one).
+                let escaped = t[i + 1..].chars().next().map_or(0, char::len_utf8);
+                i = j.max(i + 1 + escaped);
                 continue;
             }
             _ if c >= 0x80 => {
@@ -156,7 +159,9 @@ pub(crate) fn is_stated(text: &str, start: usize, end: usize) -> bool {
         return false;
     };
     // The word must touch the value (`is 79 + 85`), not end an earlier clause.
-    let gap = &before[before.len() - before.trim_end_matches(char::is_alphabetic).len()..];
+    // (The letters ending `before`: sliced where they start, a character
+    // boundary; found by `make fuzz`, which sliced at their length instead.)
+    let gap = &before[before.trim_end_matches(char::is_alphabetic).len()..];
     let touching = !gap.is_empty() || before.ends_with(last);
     let last = last.to_lowercase();
     if !touching || !RESULT_WORDS.contains(&last.as_str()) {
@@ -279,6 +284,21 @@ pub(crate) fn copied_from(prompt: &str, part: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backslash_before_any_character_is_read_whole() {
+        // Found by `make fuzz`: `\` then a multi-byte character sliced it.
+        assert!(!is_arithmetic("$\\\u{fffd}\u{fffd}boxed{4, 5}$"));
+        // An escaped character is skipped whole, whatever its width.
+        assert_eq!(is_arithmetic("1 + \\é 2"), is_arithmetic("1 + \\, 2"));
+        assert!(is_arithmetic("3 +\\, 4"));
+        // Found by `make fuzz`: a wide character before the value.
+        let t = "a~swer is 10000\u{fffd}\u{fffd}Area is 79 + 85 square units";
+        let at = t.find("79").unwrap_or(0);
+        assert!(is_stated(t, at, at + 7));
+        let t = "\u{fffd}is 79 + 85 apples";
+        assert!(is_stated(t, 6, 13), "{:?}", &t[6..13]);
+    }
 
     #[test]
     fn arithmetic_is_numbers_and_operators_only() {

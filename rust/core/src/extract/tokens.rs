@@ -319,6 +319,13 @@ impl<'a> Tokens<'a> {
             if (w == "a" || w == "I") && followed_by_word {
                 return Tok::Word(w, (i, j));
             }
+            // Spanish and Italian `o` (`or`) between values (`5 o 6`): a word.
+            let value_follows = b.get(j) == Some(&b' ')
+                && b.get(j + 1)
+                    .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'$' | b'-' | b'\\'));
+            if (w == "o" || w == "ó") && i > 0 && b[i - 1] == b' ' && value_follows {
+                return Tok::Word(w, (i, j));
+            }
             // A capital inside arithmetic (`A e^x + B e^{-x}`) is a
             // constant, not a choice letter.
             let before = b[..i].iter().rev().find(|&&c| c != b' ');

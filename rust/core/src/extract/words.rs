@@ -67,7 +67,7 @@ pub(super) fn class(w: &str) -> Class {
         // German, French/Portuguese, Italian, Russian (a lone `o` reads as a
         // letter, so Spanish/Italian `o` is not here yet) (ASCII lower-casing
         // leaves Cyrillic as written, so both cases are listed).
-        b"oder" | b"ou" | b"oppure" => Class::Or,
+        b"oder" | b"ou" | b"oppure" | b"o" | b"\xc3\xb3" => Class::Or,
         _ if lower == "или".as_bytes() || lower == "Или".as_bytes() => Class::Or,
         b"vielleicht" | b"eventuell" | b"quiz\xc3\xa1s" | b"quiz\xc3\xa1" | b"forse"
         | b"talvez" => Class::Doubt,

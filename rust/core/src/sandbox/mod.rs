@@ -606,7 +606,6 @@ fn supervise(
     let mut err_open = true;
     let mut ending = None;
     let mut buf = vec![0u8; 64 << 10];
-    let mut keeper_done = false;
     let mut status = None;
     loop {
         if status.is_none() {
@@ -620,23 +619,9 @@ fn supervise(
             // The program has exited; what it left in the pipes is drained below.
             break;
         }
-        // Has the keeper exited? (WNOWAIT: its pid, the group id, stays reserved until reaped.)
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on our own child without reaping it.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        // SAFETY: si_pid is valid for a WEXITED result.
-        if rc == 0 && unsafe { info.si_pid() } == pid {
-            keeper_done = true;
-        }
-        if keeper_done {
-            break; // a setup failure (reported through the error pipe)
+        // Has the keeper exited? A setup failure (reported through the error pipe).
+        if exited(pid) == Some(true) {
+            break;
         }
         let now = Instant::now();
         if now >= deadline {
@@ -644,31 +629,15 @@ fn supervise(
             break;
         }
         let mut fds = Vec::with_capacity(4);
-        fds.push(libc::pollfd {
-            fd: st_r.0,
-            events: libc::POLLIN,
-            revents: 0,
-        });
+        fds.push(pollfd(st_r.0, libc::POLLIN));
         if out_open {
-            fds.push(libc::pollfd {
-                fd: out_r.0,
-                events: libc::POLLIN,
-                revents: 0,
-            });
+            fds.push(pollfd(out_r.0, libc::POLLIN));
         }
         if err_open {
-            fds.push(libc::pollfd {
-                fd: err_r.0,
-                events: libc::POLLIN,
-                revents: 0,
-            });
+            fds.push(pollfd(err_r.0, libc::POLLIN));
         }
         if stdin_open {
-            fds.push(libc::pollfd {
-                fd: in_w.0,
-                events: libc::POLLOUT,
-                revents: 0,
-            });
+            fds.push(pollfd(in_w.0, libc::POLLOUT));
         }
         let wait_ms = (deadline - now).as_millis().min(50) as i32;
         // SAFETY: fds is a valid array of pollfd.
@@ -719,18 +688,8 @@ fn supervise(
     }
     let reap_by = Instant::now() + Duration::from_secs(2);
     loop {
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on our own child without reaping it.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        // SAFETY: si_pid is valid for a WEXITED result.
-        if rc != 0 || unsafe { info.si_pid() } == pid {
+        // Exited, or no longer our child to wait for.
+        if exited(pid) != Some(false) {
             break;
         }
         if Instant::now() >= reap_by {
@@ -799,6 +758,32 @@ fn raw_fork() -> i32 {
 
 fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
+}
+
+/// Has our child `pid` exited? Not reaped (WNOWAIT: its pid, the group id, stays
+/// reserved until `wait4`); `None` where `waitid` fails.
+fn exited(pid: i32) -> Option<bool> {
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on our own child without reaping it.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: si_pid is valid for a WEXITED result.
+    (rc == 0).then(|| unsafe { info.si_pid() } == pid)
+}
+
+/// Poll `fd` for `events` (`POLLIN`, `POLLOUT`).
+fn pollfd(fd: i32, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
 }
 
 fn read_some(fd: i32, buf: &mut [u8]) -> Option<usize> {

@@ -1,0 +1,333 @@
+//! Other languages (docs/verify_semantics.md rule 13): answer markers and
+//! hedge words of German, French, Spanish, Italian, Portuguese, Russian,
+//! Chinese and Japanese are read as the English ones, and letters of other
+//! scripts next to a number are words, not variables.
+//!
+//! Like [`super::hidden`], folding writes over the bytes of a copy and keeps
+//! every offset: a foreign marker or word becomes its English equivalent
+//! padded with spaces (`答案是` is `answer is`, `Antwort:` is `answer:`,
+//! `或` is `or `); a run of letters of another script (Cyrillic, CJK, kana,
+//! hangul, ...) that touches a number is blanked (`5个苹果`, `5 рублей`,
+//! `5円` read 5); full-width sentence punctuation (`：`, `。`, `，`, `？`)
+//! becomes its ASCII sign. Every replacement is ASCII written over whole
+//! characters, so the copy stays UTF-8. A text with none of these is not
+//! copied.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+/// (foreign text, English text of at most its byte length). Matched without
+/// ASCII case; a pattern of a spaced script only as whole words.
+const FOLDS: &[(&str, &str)] = &[
+    // German
+    ("antwort:", "answer:"),
+    ("antwort ist", "answer is"),
+    ("antwort lautet", "answer is"),
+    ("antwort lautet:", "answer:"),
+    // French (`Réponse :` with the French space before the colon)
+    ("réponse:", "answer:"),
+    ("réponse :", "answer:"),
+    ("réponse est", "answer is"),
+    ("réponse finale:", "answer:"),
+    ("réponse finale :", "answer:"),
+    ("réponse finale est", "answer is"),
+    ("RÉPONSE:", "answer:"),
+    ("RÉPONSE :", "answer:"),
+    ("reponse:", "answer:"),
+    ("reponse :", "answer:"),
+    ("reponse est", "answer is"),
+    // Spanish
+    ("respuesta:", "answer:"),
+    ("respuesta es", "answer is"),
+    ("respuesta final:", "answer:"),
+    ("respuesta final es", "answer is"),
+    // Italian
+    ("risposta:", "answer:"),
+    ("risposta è", "answer is"),
+    ("risposta finale:", "answer:"),
+    ("risposta finale è", "answer is"),
+    // Portuguese
+    ("resposta:", "answer:"),
+    ("resposta é", "answer is"),
+    ("resposta final:", "answer:"),
+    ("resposta final é", "answer is"),
+    // Russian (ASCII case folding leaves Cyrillic as written)
+    ("ответ:", "answer:"),
+    ("Ответ:", "answer:"),
+    ("ОТВЕТ:", "answer:"),
+    ("ответ", "answer"),
+    ("Ответ", "answer"),
+    ("ОТВЕТ", "answer"),
+    ("ответ —", "answer is"),
+    ("Ответ —", "answer is"),
+    ("ответ равен", "answer is"),
+    ("Ответ равен", "answer is"),
+    ("ответ будет", "answer is"),
+    ("Ответ будет", "answer is"),
+    ("или", "or"),
+    ("Или", "or"),
+    ("не", "not"),
+    ("Не", "not"),
+    ("возможно", "maybe"),
+    ("Возможно", "maybe"),
+    ("наверное", "maybe"),
+    ("Наверное", "maybe"),
+    // Chinese
+    ("答案是", "answer is"),
+    ("答案为", "answer is"),
+    ("答案為", "answer is"),
+    ("答案：", "answer:"),
+    ("答案:", "answer:"),
+    ("或者", " or"),
+    ("或", " or"),
+    ("还是", " or"),
+    ("還是", " or"),
+    ("可能", " maybe"),
+    ("也许", " maybe"),
+    ("也許", " maybe"),
+    ("或许", " maybe"),
+    ("或許", " maybe"),
+    ("大概", " maybe"),
+    ("不可能", " cannot"),
+    ("不是", " not"),
+    ("不对", " wrong"),
+    ("不對", " wrong"),
+    // Japanese
+    ("答えは", "answer is"),
+    ("答え：", "answer:"),
+    ("答え:", "answer:"),
+    ("解答：", "answer:"),
+    ("解答は", "answer is"),
+    ("正解は", "answer is"),
+    ("または", " or"),
+    ("かもしれない", " maybe"),
+    ("かもしれません", " maybe"),
+    ("たぶん", " maybe"),
+    ("多分", " maybe"),
+    ("ではない", " is wrong"),
+    ("ではありません", " is wrong"),
+    ("じゃない", " is wrong"),
+    // `か` between values (`5か6`); elsewhere it is a particle.
+    ("か", " or"),
+];
+
+/// The index of `か` in [`FOLDS`].
+const KA: usize = FOLDS.len() - 1;
+
+fn folds() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(FOLDS.iter().map(|f| f.0))
+            .expect("fixed fold patterns always build")
+    })
+}
+
+/// A letter of a script written without spaces between words (CJK, kana,
+/// hangul, Thai), or of a spaced script other than Latin and Greek (whose
+/// letters are variables): next to a number, a word, never a variable.
+fn foreign_letter(c: char) -> bool {
+    matches!(c as u32,
+        0x0400..=0x052F // Cyrillic
+        | 0x0590..=0x05FF // Hebrew
+        | 0x0600..=0x06FF // Arabic
+        | 0x0900..=0x097F // Devanagari
+        | 0x0E00..=0x0E7F // Thai
+        | 0x3040..=0x30FF // kana
+        | 0x3400..=0x4DBF
+        | 0x4E00..=0x9FFF
+        | 0xF900..=0xFAFF // CJK ideographs
+        | 0xAC00..=0xD7AF // hangul
+        | 0xFF66..=0xFF9F) // half-width kana
+}
+
+/// A letter of a script written without spaces (a fold of it needs no word
+/// boundary).
+fn unspaced(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF)
+}
+
+fn digit(c: char) -> bool {
+    c.is_ascii_digit() || ('０'..='９').contains(&c)
+}
+
+/// The full-width sentence punctuation and its ASCII sign.
+fn punctuation(c: char) -> Option<u8> {
+    Some(match c {
+        '：' => b':',
+        '。' => b'.',
+        '，' | '、' => b',',
+        '！' => b'!',
+        '？' => b'?',
+        '；' => b';',
+        '（' => b'(',
+        '）' => b')',
+        _ => return None,
+    })
+}
+
+/// `text` with other languages' markers and words in English and foreign
+/// words next to numbers blanked, at the same offsets (see the module doc).
+pub(super) fn fold(text: Cow<'_, str>) -> Cow<'_, str> {
+    let s: &str = &text;
+    let mut out: Option<Vec<u8>> = None;
+    let prev_char = |at: usize| s[..at].chars().next_back();
+    let next_char = |at: usize| s[at..].chars().next();
+    for m in folds().find_iter(s) {
+        let (pat, to) = FOLDS[m.pattern().as_usize()];
+        if !pat.chars().any(unspaced) {
+            // A spaced script's word: whole words only (`не` in `неверно`).
+            let first_letter = pat.chars().next().is_some_and(char::is_alphabetic);
+            let last_letter = pat.chars().next_back().is_some_and(char::is_alphabetic);
+            if (first_letter && prev_char(m.start()).is_some_and(char::is_alphabetic))
+                || (last_letter && next_char(m.end()).is_some_and(char::is_alphabetic))
+            {
+                continue;
+            }
+        }
+        if m.pattern().as_usize() == KA {
+            let near_digit = |c: Option<char>| c.is_some_and(|c| digit(c) || c == '$');
+            let before = s[..m.start()]
+                .trim_end_matches([' ', '\t'])
+                .chars()
+                .next_back();
+            let after = s[m.end()..].trim_start_matches([' ', '\t']).chars().next();
+            if !(near_digit(before) && near_digit(after)) {
+                continue;
+            }
+        }
+        let buf = out.get_or_insert_with(|| s.as_bytes().to_vec());
+        let span = &mut buf[m.start()..m.end()];
+        span.fill(b' ');
+        span[..to.len()].copy_from_slice(to.as_bytes());
+    }
+    if s.is_ascii() {
+        return match out.map(String::from_utf8) {
+            Some(Ok(t)) => Cow::Owned(t),
+            _ => text,
+        };
+    }
+    // Runs of foreign letters next to a number, and full-width punctuation.
+    // Read in the folded copy (folded words are ASCII now, and stay).
+    let mut buf = out.unwrap_or_else(|| s.as_bytes().to_vec());
+    let folded = String::from_utf8_lossy(&buf).into_owned();
+    let mut run: Option<usize> = None;
+    let mut last_visible: Option<char> = None;
+    let mut before_run: Option<char> = None;
+    for (i, c) in folded
+        .char_indices()
+        .chain(std::iter::once((folded.len(), '\n')))
+    {
+        if foreign_letter(c) {
+            if run.is_none() {
+                run = Some(i);
+                before_run = last_visible;
+            }
+            continue;
+        }
+        if let Some(start) = run {
+            if c == ' ' || c == '\t' {
+                continue;
+            }
+            // The run (and the spaces after it) ends here: blank its letters
+            // when a number touches it on either side.
+            if before_run.is_some_and(digit) || digit(c) {
+                let end = folded[start..i].trim_end_matches([' ', '\t']).len() + start;
+                buf[start..end].fill(b' ');
+            }
+            run = None;
+        }
+        if let Some(p) = punctuation(c) {
+            buf[i..i + c.len_utf8()].fill(b' ');
+            let at = if p == b')' { i + c.len_utf8() - 1 } else { i };
+            buf[at] = p;
+        }
+        if c != ' ' && c != '\t' {
+            last_visible = Some(c);
+        }
+    }
+    match String::from_utf8(buf) {
+        Ok(t) if t != s => Cow::Owned(t),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{extract_answer, ExtractOptions, Hedge, Rule};
+    use super::fold;
+
+    fn found(text: &str) -> Option<(Vec<&str>, Rule, Option<Hedge>)> {
+        extract_answer(text, &ExtractOptions::default()).map(|e| (e.parts, e.rule, e.hedge))
+    }
+
+    #[test]
+    fn foreign_markers_are_markers() {
+        for (text, rule) in [
+            ("Antwort: 5", Rule::AnswerColon),
+            ("Die Antwort ist 5.", Rule::AnswerIs),
+            ("Réponse : 5", Rule::AnswerColon),
+            ("la réponse est 5", Rule::AnswerIs),
+            ("Respuesta: 5", Rule::AnswerColon),
+            ("la respuesta es 5", Rule::AnswerIs),
+            ("la risposta è 5", Rule::AnswerIs),
+            ("a resposta é 5", Rule::AnswerIs),
+            ("Ответ: 5", Rule::AnswerColon),
+            ("答案：5", Rule::AnswerColon),
+            ("答案是5。", Rule::AnswerIs),
+            ("所以答案为5个苹果。", Rule::AnswerIs),
+            ("答えは5です。", Rule::AnswerIs),
+            ("答え：5円", Rule::AnswerColon),
+        ] {
+            assert_eq!(found(text), Some((vec!["5"], rule, None)), "{text}");
+        }
+    }
+
+    #[test]
+    fn foreign_hedge_words_hedge() {
+        for text in [
+            "La respuesta es 5 o 6.",
+            "La risposta è 5 o 6.",
+            "答案是5或6",
+            "答案是5还是6",
+            "答えは5か6です",
+            "答案可能是5",
+            "答案不是5",
+            "答えはたぶん5",
+            "答えは5ではない",
+            "Ответ: не 5",
+        ] {
+            // Not the committed answer 5: a hedge, or several values.
+            let Some(f) = found(text) else { continue };
+            assert!(f.2.is_some() || f.0 != ["5"], "{text}: {f:?}");
+        }
+        // A word of a spaced script folds only whole: `не` in `неверно` is no `not`.
+        assert_eq!(fold("неверно x".into()), "неверно x");
+        // `か` is a particle except between values.
+        assert_eq!(fold("わかる".into()), "わかる");
+    }
+
+    #[test]
+    fn folding_keeps_offsets_and_utf8_at_every_boundary() {
+        // Every cut of texts mixing one-, two-, three- and four-byte
+        // characters around markers, numbers and full-width signs: the fold
+        // keeps the length, stays UTF-8, and nothing panics.
+        let texts = [
+            "答案是5。ответ: 5 рублей; Réponse : ５ или 6 😀5个😀 答えは5か6",
+            "é5è不是5円ó 5 o 6 答え：５，６？",
+        ];
+        for text in texts {
+            for (cut, _) in text.char_indices() {
+                for part in [&text[..cut], &text[cut..]] {
+                    let folded = fold(part.into());
+                    assert_eq!(folded.len(), part.len(), "{part}");
+                    let _ = extract_answer(part, &ExtractOptions::default());
+                }
+            }
+        }
+    }
+}
