@@ -121,7 +121,8 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
     options = {k: v for k, v in opts.items() if k not in skip}
     cfg = TrainerConfig(
         **options,
-        output_dir=tempfile.mkdtemp(prefix=f"bench-real-{args.impl}-"),
+        output_dir=_run_dir(args),
+        overwrite=True,  # the bench's own folder
         max_steps=args.steps,
         eval_every=0,
         save_every=0,
@@ -161,6 +162,21 @@ def run_ours(args, opts: dict[str, Any]) -> dict[str, Any]:
                 curve.append(_curve_point(step, trainer.model, trainer.tokenizer, held, opts, args))
                 _save(args, opts, {"curve": curve, "steps": steps}, partial=True)
     return {"curve": curve, "steps": steps}
+
+
+def _run_dir(args) -> str:
+    """Where the trainer writes: ``--run-dir``/IMPL, kept; or a temporary folder removed
+    when the bench exits."""
+    if args.run_dir is not None:
+        path = args.run_dir / args.impl
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
+    import atexit
+    import shutil
+
+    path = tempfile.mkdtemp(prefix=f"bench-real-{args.impl}-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def _times(record: dict[str, Any]) -> dict[str, float]:
@@ -228,7 +244,7 @@ def run_trl(args, opts: dict[str, Any]) -> dict[str, Any]:
 
     timing = {"sampling": 0.0}
     config = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="bench-real-trl-"),
+        output_dir=_run_dir(args),
         max_steps=args.steps,
         per_device_train_batch_size=opts["prompts_per_step"] * opts["num_generations"],
         num_generations=opts["num_generations"],
@@ -336,6 +352,12 @@ def main() -> None:
     )
     p.add_argument("--json", type=Path, default=HERE / "real_model.json")
     p.add_argument("--plot", action="store_true", help="draw the JSON's curves (PNG beside it)")
+    p.add_argument(
+        "--run-dir",
+        type=Path,
+        help="keep each implementation's run folder here (metrics, logged completions with "
+        "--set log_completions=true); default: a temporary folder, removed at the end",
+    )
     args = p.parse_args()
     if args.plot:
         print(plot(args.json))

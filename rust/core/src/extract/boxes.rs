@@ -1,6 +1,7 @@
 //! `\boxed{…}` / `\fbox{…}`: every box not inside another, braces matched in
 //! one linear pass.
 
+use super::attributed::attributed;
 use super::hedges::hedge_of;
 use super::scan::Scan;
 use super::{Extracted, Hedge, Rule, UNCLOSED_BOX};
@@ -57,6 +58,11 @@ impl<'a> Scan<'a> {
                 continue; // nested in the previous box
             }
             resume = end;
+            // `The format is \boxed{42}`, `For example, \boxed{5}`: not this
+            // completion's answer (rule 16); a later box or marker is.
+            if attributed(text, start, end) {
+                continue;
+            }
             let part = text[content].trim();
             // A blank copied from the problem (`\boxed{\phantom{7}}`,
             // `\boxed{}`) is no answer; the same answer boxed twice is one.

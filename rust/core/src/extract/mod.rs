@@ -13,11 +13,13 @@
 //! and their values), [`boxes`], [`hedges`] (what an answer's words say
 //! about its values, ranges included), [`quantity`] (compound quantities:
 //! `7 hours 30 minutes` is one answer), [`retract`] (an answer taken back
-//! after it is given), [`fallback`] (the no-marker rules) and [`scan`] (the
-//! rules in priority order).
+//! after it is given), [`attributed`] (a value of an example, a template or
+//! someone else: rule 16), [`fallback`] (the no-marker rules) and [`scan`]
+//! (the rules in priority order).
 
 use strum::{EnumString, IntoStaticStr, VariantArray, VariantNames};
 
+mod attributed;
 mod boxes;
 mod cases;
 mod clause;
@@ -226,6 +228,10 @@ pub enum Hedge {
     /// A range or a set of candidates, not a value (`between 4 and 6`, `5 to
     /// 7`, `roughly 10-12`, `one of 12, 13 and 14`: rule 14).
     Range,
+    /// A value attributed to an example, a template, a wrong answer or
+    /// someone else (`A common wrong answer is 9.`, `Student A answered
+    /// 12.`: rule 16).
+    Attributed,
 }
 
 impl Hedge {
@@ -240,6 +246,9 @@ impl Hedge {
             Hedge::Unevaluated => "an expression of the question, not a stated result",
             Hedge::Cases => "one case of a table or list of cases, not an answer",
             Hedge::Range => "a range or a set of candidates, not a value",
+            Hedge::Attributed => {
+                "a value of an example, a template, a wrong answer or someone else"
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! What the rules read of one text, and the rules in priority order.
 
+use super::attributed::attributed;
 use super::cases::ends_case_split;
 use super::clause::{clause_before, expression_around, sentence_around};
 use super::fallback::{
@@ -148,6 +149,12 @@ impl<'a> Scan<'a> {
     fn after(&self, id: usize, rule: Rule) -> Option<Extracted<'a>> {
         let marker_end = self.markers().last_end[id]?;
         let mv = marker_value(self.text, marker_end)?;
+        // `Bob says the answer is 8`: someone else's answer gives way to the
+        // rules after this one (rule 16).
+        let value_at = mv.value.as_ptr() as usize - self.text.as_ptr() as usize;
+        if attributed(self.text, value_at, value_at + mv.value.len()) {
+            return None;
+        }
         let reading = read_prose(mv.sentence);
         let mut e = Extracted::new(vec![mv.value], rule);
         e.offers = reading.offers;
@@ -280,6 +287,10 @@ impl<'a> Scan<'a> {
                 }
             }
             Prose::Plain | Prose::Upto(_) => {}
+        }
+        // `A common wrong answer is 9.`, `e.g. 3 + 4 = 7` (rule 16).
+        if e.hedge.is_none() && attributed(self.text, start, end) {
+            e.hedge = Some(Hedge::Attributed);
         }
         // `| n odd | 3 |` then `| n even | 4 |`: one case of several.
         if e.hedge.is_none() && ends_case_split(self.text, start, part) {

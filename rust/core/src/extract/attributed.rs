@@ -1,0 +1,288 @@
+//! Values that are not the completion's own answer (rule 16): a worked
+//! example's value, a format template, a wrong or common answer, what
+//! someone else says or might say (`A common wrong answer is 9.`, `The
+//! format is \boxed{42}.`, `Student A answered 12.`, `Bob says the answer is
+//! 8.`, `the grader should accept 5`).
+//!
+//! The cue must stand before the value in the same clause: the clause runs
+//! back from the value to the sentence's start or to a word that starts a
+//! new thought (`so`, `but`, `therefore`, `now`, ...), so `The answer is 12,
+//! as in the example.` and `For example, 2 + 2 = 4. Now the answer is 16.`
+//! keep their answer. A dropped box or marker gives way to the rules after it
+//! (a later committed answer pays); a value found without a marker whose
+//! clause is attributed is no answer.
+
+use super::clause::{abbreviation, ellipsis};
+
+/// How far back a clause start is looked for.
+const MAX_CLAUSE: usize = 300;
+
+/// Words (lower case) that start a new clause: what follows is the
+/// completion's own statement again.
+const BREAKS: &[&str] = &[
+    "so",
+    "but",
+    "therefore",
+    "thus",
+    "hence",
+    "however",
+    "now",
+    "instead",
+    "whereas",
+    "actually",
+    "our",
+    "ours",
+    "here",
+    "correct",
+    "right",
+    "true",
+];
+
+/// An adjective that, before one of [`OF_ANSWERS`], names an answer that is
+/// not the completion's: `a common wrong answer`, `a typical mistake`.
+const NOT_OURS: &[&str] = &[
+    "wrong",
+    "incorrect",
+    "common",
+    "typical",
+    "frequent",
+    "naive",
+    "tempting",
+    "popular",
+    "mistaken",
+    "erroneous",
+];
+
+/// What [`NOT_OURS`] qualifies.
+const OF_ANSWERS: &[&str] = &[
+    "answer",
+    "answers",
+    "approach",
+    "method",
+    "result",
+    "guess",
+    "solution",
+    "mistake",
+    "mistakes",
+    "error",
+    "errors",
+    "trap",
+    "pitfall",
+    "misconception",
+    "response",
+];
+
+/// Verbs reporting what someone says or thinks: a cue unless their subject
+/// is `I` or `we` (`As we said, the answer is 5`) or they are an idiom
+/// (`That said, ...`).
+const REPORTING: &[&str] = &[
+    "says",
+    "said",
+    "claims",
+    "claimed",
+    "believes",
+    "believed",
+    "guessed",
+    "guesses",
+    "suggests",
+    "suggested",
+    "replied",
+    "replies",
+    "argues",
+    "argued",
+    "insists",
+    "insisted",
+    "thinks",
+];
+
+/// Verbs that report someone else's answer when one of [`PEOPLE`] comes
+/// before them and the value ends the sentence (`Student A answered 12.`,
+/// `Many students write 7.`, but `Tom answered 12 questions.`, `so he
+/// answered 12.`: a word problem's people are not cues).
+const REPORTING_LAST: &[&str] = &["answered", "answers", "wrote", "writes", "write", "put"];
+
+/// Others whose answers [`REPORTING_LAST`] reports.
+const PEOPLE: &[&str] = &[
+    "student",
+    "students",
+    "someone",
+    "somebody",
+    "people",
+    "person",
+    "friend",
+    "friends",
+    "teacher",
+    "classmate",
+    "classmates",
+    "others",
+    "many",
+    "everyone",
+    "anyone",
+    "grader",
+    "checker",
+];
+
+/// Two-word cues (lower case): an example, a template, a modal of someone
+/// else's view, a grader's instruction.
+const PAIRS: &[(&str, &str)] = &[
+    ("for", "example"),
+    ("for", "instance"),
+    ("an", "example"),
+    ("example", "is"),
+    ("example", "would"),
+    ("such", "as"),
+    ("e", "g"),
+    ("format", "is"),
+    ("format", "would"),
+    ("format", "should"),
+    ("format", "looks"),
+    ("format", "like"),
+    ("formatted", "like"),
+    ("template", "is"),
+    ("might", "think"),
+    ("might", "say"),
+    ("might", "answer"),
+    ("might", "write"),
+    ("might", "guess"),
+    ("might", "get"),
+    ("may", "think"),
+    ("would", "say"),
+    ("an", "illustration"),
+    ("for", "illustration"),
+    ("should", "look"),
+    ("one", "might"),
+    ("should", "accept"),
+    ("should", "treat"),
+    ("treat", "this"),
+    ("treat", "it"),
+];
+
+/// Whether the value `text[at..end]` stands in a clause attributed to an
+/// example, a template, a wrong answer or someone else.
+pub(super) fn attributed(text: &str, at: usize, end: usize) -> bool {
+    let clause = clause_before(text, at);
+    let words: Vec<&str> = clause
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is = |w: &str, cue: &str| w.eq_ignore_ascii_case(cue);
+    let any = |w: &str, cues: &[&str]| cues.iter().any(|c| is(w, c));
+    // The last break word starts the clause that governs the value.
+    let from = words
+        .iter()
+        .rposition(|w| any(w, BREAKS))
+        .map_or(0, |k| k + 1);
+    let words = &words[from..];
+    let ends_sentence = text[end.min(text.len())..]
+        .trim_start_matches(['}', '$', '*', '"', '\'', ')', ' '])
+        .chars()
+        .next()
+        .is_none_or(|c| matches!(c, '.' | '!' | '\n' | ',' | ';'));
+    // `Example: 9`.
+    if words
+        .last()
+        .is_some_and(|w| any(w, &["example", "examples", "sample"]))
+    {
+        return true;
+    }
+    words.iter().enumerate().any(|(k, w)| {
+        let before = if k > 0 { words[k - 1] } else { "" };
+        let own = any(before, &["i", "we", "that", "having"]);
+        let next = words.get(k + 1).copied().unwrap_or("");
+        (any(w, NOT_OURS) && any(next, OF_ANSWERS))
+            || (any(w, REPORTING) && !own)
+            || (any(w, REPORTING_LAST)
+                && ends_sentence
+                && words[..k].iter().any(|p| any(p, PEOPLE)))
+            || PAIRS.iter().any(|(a, b)| is(w, a) && is(next, b))
+    })
+}
+
+/// The text of the sentence before `at` (back to `. `, `? `, `! `, `;` or a
+/// line break, at most [`MAX_CLAUSE`] bytes).
+fn clause_before(text: &str, at: usize) -> &str {
+    let b = text.as_bytes();
+    let floor = at.saturating_sub(MAX_CLAUSE);
+    let mut s = at;
+    while s > floor {
+        let ends = match b[s - 1] {
+            b'\n' | b';' => true,
+            b'.' | b'?' | b'!' => {
+                b.get(s).is_none_or(u8::is_ascii_whitespace)
+                    && !(b[s - 1] == b'.' && (abbreviation(&b[..s - 1]) || ellipsis(&b[..s - 1])))
+            }
+            _ => false,
+        };
+        if ends {
+            break;
+        }
+        s -= 1;
+    }
+    while !text.is_char_boundary(s) {
+        s += 1;
+    }
+    &text[s..at]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attributed;
+
+    fn before_value(text: &str, value: &str) -> bool {
+        let at = text.rfind(value).unwrap();
+        attributed(text, at, at + value.len())
+    }
+
+    #[test]
+    fn cues_before_the_value_in_its_clause() {
+        for (text, value) in [
+            ("A common wrong answer is 9.", "9"),
+            ("The format is \\boxed{42}. Let me think.", "\\boxed"),
+            ("Student A answered 12.", "12"),
+            ("Bob says the answer is 8.", "8"),
+            ("For example, \\boxed{5}", "\\boxed"),
+            ("e.g. 3 + 4 = 7", "7"),
+            ("the grader should accept 5", "5"),
+            ("a typical mistake gives 14", "14"),
+            ("He said \"the answer is 6\"", "6"),
+            ("You might think the answer is 3.", "3"),
+            ("Many students write 12.", "12"),
+            ("Example: 9", "9"),
+            ("Some people would say 9.", "9"),
+            (
+                "Answer in the form \\boxed{N}, such as \\boxed{10}",
+                "\\boxed{10}",
+            ),
+            ("the checker should treat this as 5", "5"),
+        ] {
+            assert!(before_value(text, value), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_completions_own_statements() {
+        for (text, value) in [
+            ("by the same method our answer is 16", "16"),
+            (
+                "For example, if x = 2 then y = 4. Now the answer is 16.",
+                "16",
+            ),
+            ("The answer is 12, as in the example.", "12"),
+            (
+                "A common wrong answer is 7, but the correct answer is 9.",
+                "9",
+            ),
+            ("As we said, the answer is 5.", "5"),
+            ("So the answer is 6, for example by counting.", "6"),
+            ("We use the formula, so the area is 6.", "6"),
+            ("Tom answered 12 questions.", "12"),
+            ("That said, the answer is 5.", "5"),
+            ("The number of students is 12.", "12"),
+            ("In the requested format: \\boxed{5}", "\\boxed"),
+            ("She wrote 5 letters each day, 15 in all.", "15"),
+            ("Tom answered 9 questions, so he answered 12.", "12"),
+        ] {
+            assert!(!before_value(text, value), "{text}");
+        }
+    }
+}

@@ -1,0 +1,89 @@
+"""Which answer counts, issue 31 (round 4): values that are not the completion's own.
+
+Written here by hand, as models write them, to check docs/verify_semantics.md
+rule 16: a value given as an example, as a format template, as a wrong or
+common answer, or in someone else's mouth (`A common wrong answer is 9.`,
+`The format is \\boxed{42}.`, `Student A answered 12.`) is not the
+completion's answer, and the committed answer after it is. The cue must come
+before the value in its clause: the completion's own answer followed by an
+example, a sentence that starts anew (`Now ...`, `So ...`, `The correct
+answer is ...`) and a word problem's people (`Tom answered 12 questions`)
+still pay. The reference is the reading a careful human grader gives each
+completion; every case goes through every entry point a trainer calls
+(tests/entry_points.py).
+"""
+
+from __future__ import annotations
+
+from entry_points import assert_not_paid, assert_paid, cases, each_entry_point
+
+# The value is someone else's, an example's or a template's: nothing else answers.
+ATTRIBUTED = [
+    ("9", "A common wrong answer is 9."),
+    ("9", "The typical answer is 9, which many people give."),
+    ("42", r"The format is \boxed{42}. Let me think."),
+    ("42", r"The format should look like \boxed{42}."),
+    ("12", "Student A answered 12."),
+    ("12", "Many students write 12."),
+    ("8", "Bob says the answer is 8."),
+    ("8", "My friend claims the answer is 8."),
+    ("6", 'He said "the answer is 6".'),
+    ("5", r"For example, \boxed{5}"),
+    ("7", "e.g. 3 + 4 = 7"),
+    ("10", r"Answer in the form \boxed{N}, such as \boxed{10}"),
+    ("5", "The grader should accept 5."),
+    ("5", "The checker should treat this as 5."),
+    ("14", "A typical mistake gives 14."),
+    ("3", "You might think the answer is 3."),
+    ("3", "One might guess 3."),
+    ("20", "For instance, the answer is 20."),
+    ("4", "A tempting approach gives $4$."),
+    ("11", "The teacher suggested 11."),
+    ("9", "Some people would say 9."),
+    ("9", "Example: 9"),
+    ("9", r"As an illustration, \boxed{9}"),
+    ("9", r"Your answer should look like \boxed{9}."),
+]
+
+# The completion's own answer comes after (or without) the attributed value:
+# it pays, and the attributed value does not.
+OWN_AFTER = [
+    ("9", "A common wrong answer is 7. The correct answer is 9."),
+    ("17", r"The format is \boxed{42}. Let me think. So the answer is \boxed{17}."),
+    ("9", "Bob says the answer is 8. I get 9."),
+    ("15", "Many students write 12, but the answer is 15."),
+    ("16", "For example, if x = 2 then y = 4. Now for our problem, the answer is 16."),
+]
+OWN_AFTER_NOT = [
+    ("7", "A common wrong answer is 7. The correct answer is 9."),
+    ("42", r"The format is \boxed{42}. Let me think. So the answer is \boxed{17}."),
+    ("8", "Bob says the answer is 8. I get 9."),
+]
+
+# The completion's own statements that only look like a cue.
+OWN = [
+    ("16", "By the same method our answer is 16."),
+    ("12", "The answer is 12, as in the example."),
+    ("6", "So the answer is 6, for example by counting."),
+    ("5", "As we said, the answer is 5."),
+    ("5", "That said, the answer is 5."),
+    ("12", "The number of students is 12."),
+    ("12", "Tom answered 9 questions, so he answered 12."),
+    ("15", "She wrote 5 letters each day, 15 in all."),
+    ("5", r"In the requested format: \boxed{5}"),
+    ("36", "Each student gets 3 pencils, so the class needs 36 pencils."),
+    ("9", "Let me verify with an example: 4+5 = 9. The answer is 9."),
+    ("9", "The answer is 9.\n\nFor example, 4+5=9."),
+]
+
+
+@each_entry_point
+@cases(ATTRIBUTED + OWN_AFTER_NOT, ids="gold|completion")
+def test_not_paid(entry, gold, completion):
+    assert_not_paid(entry, gold, completion)
+
+
+@each_entry_point
+@cases(OWN_AFTER + OWN, ids="gold|completion")
+def test_paid(entry, gold, completion, request):
+    assert_paid(entry, gold, completion, request)
