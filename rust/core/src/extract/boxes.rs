@@ -9,6 +9,9 @@ use super::{Extracted, Hedge, Rule, UNCLOSED_BOX};
 /// Different boxes kept as one answer; more are a hedge of themselves.
 const MAX_BOXES: usize = 64;
 
+/// Boxes read for rule 16's cues at most; the ones after them are dropped too.
+const MAX_ATTRIBUTED: usize = 64;
+
 impl<'a> Scan<'a> {
     /// Every box that is not inside another one, in order.
     pub(super) fn boxed(&self) -> Result<Option<Extracted<'a>>, &'static str> {
@@ -45,6 +48,7 @@ impl<'a> Scan<'a> {
         let mut seen: std::collections::HashSet<std::borrow::Cow<'a, str>> =
             std::collections::HashSet::new();
         let mut resume = 0;
+        let mut dropped = 0; // attributed boxes seen
         for (open, close) in opens.iter().zip(closes) {
             let (start, content, end) = match *open {
                 BoxStart::Brace(start, brace) => match close {
@@ -58,17 +62,26 @@ impl<'a> Scan<'a> {
                 continue; // nested in the previous box
             }
             resume = end;
-            // `The format is \boxed{42}`, `For example, \boxed{5}`: not this
-            // completion's answer (rule 16); a later box or marker is.
-            if attributed(text, start, end) {
-                continue;
-            }
             let part = text[content].trim();
             // A blank copied from the problem (`\boxed{\phantom{7}}`,
             // `\boxed{}`) is no answer; the same answer boxed twice is one.
-            if !is_placeholder(part) && seen.insert(squeezed(part)) {
-                parts.push(part);
+            if is_placeholder(part) || parts.len() > MAX_BOXES {
+                continue;
             }
+            let key = squeezed(part);
+            if seen.contains(&key) {
+                continue;
+            }
+            // `The format is \boxed{42}`, `For example, \boxed{5}`: not this
+            // completion's answer (rule 16); a later box or marker is. Past
+            // MAX_ATTRIBUTED such boxes, every box is taken for one (the
+            // clause reads stay bounded).
+            if dropped == MAX_ATTRIBUTED || attributed(text, start, end) {
+                dropped = (dropped + 1).min(MAX_ATTRIBUTED);
+                continue;
+            }
+            seen.insert(key);
+            parts.push(part);
         }
         if parts.is_empty() {
             return Ok(None);
