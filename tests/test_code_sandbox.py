@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -82,6 +83,12 @@ def workdirs() -> list[str]:
 def nothing_left_behind():
     yield
     assert workdirs() == []
+    # Without namespaces (the fallback), a process the sandbox has just killed may
+    # still be listed for a moment, until the kernel has torn it down: wait for that,
+    # but no longer than a few seconds.
+    deadline = time.monotonic() + 5
+    while leftovers("grpo_fast_hostile") and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert leftovers("grpo_fast_hostile") == []
 
 
