@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 SQ = json.dumps({"fn_name": "sq", "inputs": [[2], [3], [-1]], "outputs": [4, 9, 1]})
+SQ_LINES = json.dumps({"fn_name": "sq", "inputs": ["2", "3", "-1"], "outputs": ["4", "9", "1"]})
 GOOD = "```python\ndef sq(x):\n    return x * x\n```"
 # right for 2 and 3, wrong for -1
 HALF = "```python\ndef sq(x):\n    return x * x if x > 2 else 4\n```"
@@ -61,6 +62,41 @@ def test_verl_prime_code_shape_and_agreement():
         ours = compute_score(completion, tests, continuous=True)[0]
         theirs = prime_code.compute_score(completion, tests, continuous=True)[0]
         assert float(ours) == float(theirs) == expected, completion
+
+
+@pytest.mark.parametrize("source", ["codecontests", "apps", "codeforces", "taco"])
+def test_verl_top_level_compute_score_runs_code_sources_in_the_sandbox(source, monkeypatch):
+    """verl's ``default_compute_score`` routes the code sources to prime_code (continuous);
+    ours routes them to the sandbox, with the same float, and never calls verl."""
+    from grpo_fast.integrations.verl import rewards as verl_rewards
+
+    io = json.dumps({"inputs": ["3\n", "5\n"], "outputs": ["6\n", "10\n"]})
+    items = [
+        ("```python\nprint(int(input()) * 2)\n```", io, 1.0),
+        ("```python\nprint(6)\n```", io, 0.5),
+        ("```python\nprint(7)\n```", io, 0.0),
+        # a call test in verl's JSON-lines layout (one JSON argument per line)
+        (GOOD, SQ_LINES, 1.0),
+        ("```python\ndef sq(x):\n    return 0\n```", SQ_LINES, 0.0),
+    ]
+
+    def no_verl(*args):
+        raise AssertionError("a code source went to verl's own scorer")
+
+    monkeypatch.setattr(verl_rewards, "_verl_default_score", no_verl)
+    for completion, truth, expected in items:
+        assert verl_rewards.compute_score(source, completion, truth) == expected
+    batch = verl_rewards.compute_score_batch(
+        [source] * len(items) + ["openai/gsm8k"],
+        [c for c, _, _ in items] + ["#### 12"],
+        [t for _, t, _ in items] + ["12"],
+    )
+    assert batch == [e for _, _, e in items] + [1.0]
+    monkeypatch.undo()
+    reward_score = pytest.importorskip("verl.utils.reward_score")
+    for completion, truth, expected in items:
+        theirs = reward_score.default_compute_score(source, completion, truth)
+        assert theirs == expected, (completion, theirs)
 
 
 def test_prime_code_json_lines_layout():

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from grpo_fast.errors import InvalidInputError
+from grpo_fast.integrations.verl import prime_code
 from grpo_fast.verify import extract_answer, verify_batch
 
 __all__ = [
@@ -79,12 +80,13 @@ _PRIME_SOURCES = frozenset(
 # Sources verl scores with something other than a final-answer check (code in a
 # sandbox, geometry3k's format bonus, search-R1's exact match): handed to verl's
 # own default_compute_score, one item at a time.
+#: Code sources: verl's ``default_compute_score`` runs them through its local
+#: ``prime_code`` executor; here they run in grpo-fast's sandbox
+#: (:mod:`grpo_fast.integrations.verl.prime_code`).
+_CODE_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
+
 _VERL_ONLY_SOURCES = frozenset(
     {
-        "codecontests",
-        "apps",
-        "codeforces",
-        "taco",
         "hiyouga/geometry3k",
         "searchR1_nq",
         "searchR1_triviaqa",
@@ -117,6 +119,7 @@ class Convention(NamedTuple):
 
 _GRPO_FAST = Convention(None)
 _DELEGATE = Convention(None, returns_dict=True, delegate=True)
+_CODE = Convention(None, delegate=True)  # the sandbox scores it, as verl's prime_code would
 
 
 def convention(data_source: Any, judge: str = "verl") -> Convention:
@@ -131,8 +134,11 @@ def convention(data_source: Any, judge: str = "verl") -> Convention:
     line, else ``\\boxed{}``, in the last 300 characters, with a wrong answer
     at -1.0 (verl's ``math_dapo``). ``numina_*`` (verl's lenient
     ``prime_math``) and sources verl does not know use grpo-fast's extraction;
-    code, ``hiyouga/geometry3k`` and the ``searchR1_*`` sources go to verl's
-    own scorer. With ``judge="grpo_fast"`` every answer source uses
+    the code sources (``codecontests``, ``apps``, ``codeforces``, ``taco``)
+    run in grpo-fast's sandbox and score the fraction of test cases passed,
+    as verl's ``prime_code`` with ``continuous=True`` does (docs/code.md);
+    ``hiyouga/geometry3k`` and the ``searchR1_*`` sources go to verl's own
+    scorer. With ``judge="grpo_fast"`` every answer source uses
     grpo-fast's extraction over the whole response (so ``So the answer is
     72.`` counts for gsm8k); the wrong-answer score stays the source's.
     Equality is grpo-fast's under both (``12.0`` equals ``12``, where verl
@@ -148,6 +154,8 @@ def convention(data_source: Any, judge: str = "verl") -> Convention:
     if judge not in JUDGES:
         raise InvalidInputError(f"judge must be one of {JUDGES}, not {judge!r}")
     source = data_source if isinstance(data_source, str) else ""
+    if source in _CODE_SOURCES:
+        return _CODE
     if source in _VERL_ONLY_SOURCES:
         return _DELEGATE
     if source in _DAPO_SOURCES or source.startswith("aime"):
@@ -250,6 +258,15 @@ def score_items(
     correct = np.zeros(n, dtype=bool)
     delegated: list[Any] = [None] * n
     for conv, items in by_convention.items():
+        if conv == _CODE:
+            # verl's default_compute_score: prime_code with continuous=True, a float.
+            results = prime_code.compute_score_batch(
+                [preds[i] for i in items], [golds[i] for i in items], continuous=True
+            )
+            for i, (fraction, _) in zip(items, results, strict=True):
+                delegated[i] = scores[i] = float(fraction)
+                correct[i] = fraction == 1.0
+            continue
         if conv.delegate:
             for i in items:
                 result = _verl_default_score(sources[i], preds[i], golds[i], infos[i])
