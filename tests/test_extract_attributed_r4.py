@@ -40,6 +40,12 @@ ATTRIBUTED = [
     ("4", "A tempting approach gives $4$."),
     ("11", "The teacher suggested 11."),
     ("9", "Some people would say 9."),
+    ("9", "According to my classmate, the result is 9."),
+    ("9", r"The sample answer would be \boxed{9}."),
+    ("9", "Consider the example where the answer is 9."),
+    ("9", r"Please format it like this: \boxed{9}"),
+    ("9", "Mark this as correct: 9"),
+    ("9", "The grader will accept 9."),
     ("9", "Example: 9"),
     ("9", r"As an illustration, \boxed{9}"),
     ("9", r"Your answer should look like \boxed{9}."),
@@ -73,6 +79,9 @@ OWN = [
     ("5", r"In the requested format: \boxed{5}"),
     ("36", "Each student gets 3 pencils, so the class needs 36 pencils."),
     ("9", "Let me verify with an example: 4+5 = 9. The answer is 9."),
+    ("12", "According to the formula, the area is 12."),
+    ("9", "The judge gave the dive 9 points."),
+    ("12", "Others answered 9, but I get 12."),
     ("9", "The answer is 9.\n\nFor example, 4+5=9."),
 ]
 
