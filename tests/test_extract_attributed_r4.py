@@ -40,6 +40,12 @@ ATTRIBUTED = [
     ("4", "A tempting approach gives $4$."),
     ("11", "The teacher suggested 11."),
     ("9", "Some people would say 9."),
+    ("9", "According to my classmate, the result is 9."),
+    ("9", r"The sample answer would be \boxed{9}."),
+    ("9", "Consider the example where the answer is 9."),
+    ("9", r"Please format it like this: \boxed{9}"),
+    ("9", "Mark this as correct: 9"),
+    ("9", "The grader will accept 9."),
     ("9", "Example: 9"),
     ("9", r"As an illustration, \boxed{9}"),
     ("9", r"Your answer should look like \boxed{9}."),
@@ -47,6 +53,7 @@ ATTRIBUTED = [
     # who answer, a quotation whose speaker comes after it.
     ("42", r"Write your answer as \boxed{42}."),
     ("42", r"Put your final answer in the form \boxed{42}."),
+    ("42", r"Please provide your final answer like \boxed{42}."),
     ("8", "**Example:** the answer is 8."),
     ("20", "It is tempting to answer 20."),
     ("4", "People often answer 4."),
@@ -95,12 +102,19 @@ OWN = [
     ("5", r"In the requested format: \boxed{5}"),
     ("36", "Each student gets 3 pencils, so the class needs 36 pencils."),
     ("9", "Let me verify with an example: 4+5 = 9. The answer is 9."),
+    ("12", "According to the formula, the area is 12."),
+    ("9", "The judge gave the dive 9 points."),
+    ("12", "Others answered 9, but I get 12."),
     ("9", "The answer is 9.\n\nFor example, 4+5=9."),
     # The completion speaking in a role is its own voice; a quotation of its
     # own answer is its answer.
     ("12", "As the student, I answer 12."),
     ("6", 'The answer is "6".'),
     ("6", "\u201cThe answer is 6,\u201d I said."),
+    # `your` without an instruction verb before it is the completion
+    # addressing the reader about its own result.
+    ("5", "Therefore, your answer is 5."),
+    ("5", "Adding the two, your final answer is 5."),
 ]
 
 

@@ -75,8 +75,17 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
 
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("process_ddp")
-    mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+    for attempt in range(2):
+        out = tmp_path_factory.mktemp("process_ddp")
+        try:
+            mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2, join=True)
+            break
+        except mp.ProcessExitedException as e:
+            # A rank aborted by the C++ runtime at its exit ("terminate called without
+            # an active exception", seen twice in CI's full suite, never alone): once
+            # more, in a fresh folder; a second abort fails the test.
+            if attempt or e.signal_name != "SIGABRT":
+                raise
     return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in (0, 1)]
 
 

@@ -12,7 +12,7 @@
 //! (a later committed answer pays); a value found without a marker whose
 //! clause is attributed is no answer.
 
-use super::clause::{abbreviation, ellipsis};
+use super::clause::sentence_around;
 
 /// How far back a clause start is looked for.
 const MAX_CLAUSE: usize = 300;
@@ -76,6 +76,8 @@ const EXAMPLES: &[&str] = &[
 /// An adjective that, before one of [`OF_ANSWERS`], names an answer that is
 /// not the completion's: `a common wrong answer`, `a typical mistake`.
 const NOT_OURS: &[&str] = &[
+    "sample",
+    "example",
     "wrong",
     "incorrect",
     "common",
@@ -159,6 +161,33 @@ const PEOPLE: &[&str] = &[
     "checker",
 ];
 
+/// A grader or checker named before the value: its instruction, never the
+/// completion's answer (`The grader will accept 9.`). A word problem's people
+/// (a judge scoring a dive) are not among them.
+const GRADERS: &[&str] = &[
+    "grader",
+    "graders",
+    "checker",
+    "autograder",
+    "verifier",
+    "evaluator",
+];
+
+/// What `according to` names as someone else's view (`According to my
+/// classmate, ...`; `according to the formula` is the completion's own).
+const SOURCES: &[&str] = &[
+    "my", "his", "her", "their", "him", "them", "someone", "others",
+];
+
+/// Verbs of an instruction that, before `your`, restate the prompt's
+/// instruction (`Write your answer as \boxed{42}`, `Put your final answer in
+/// \boxed{7}`): an instruction's value, never the completion's answer
+/// (`Therefore, your answer is 5.` has none and stays the completion's own).
+const INSTRUCT: &[&str] = &[
+    "write", "put", "give", "present", "enter", "express", "format", "box", "place", "provide",
+    "state", "submit", "report", "type",
+];
+
 /// Two-word cues (lower case): an example, a template, a modal of someone
 /// else's view, a grader's instruction.
 const PAIRS: &[(&str, &str)] = &[
@@ -188,15 +217,18 @@ const PAIRS: &[(&str, &str)] = &[
     ("for", "illustration"),
     ("should", "look"),
     ("one", "might"),
+    ("example", "where"),
+    ("example", "above"),
+    ("format", "it"),
+    ("format", "your"),
+    ("formatted", "as"),
+    ("mark", "this"),
+    ("mark", "it"),
     ("should", "accept"),
     ("should", "treat"),
     ("treat", "this"),
     ("treat", "it"),
     ("tempting", "to"),
-    // The prompt's instruction restated: the completion's own answer is
-    // never `your answer` (`Write your answer as \boxed{42}`).
-    ("your", "answer"),
-    ("your", "final"),
     // `zum Beispiel`, `z.B.`, `par exemple`, `p. ex.`, `por ejemplo`,
     // `p. ej.`, `por exemplo`, `ad esempio`, `per esempio`.
     ("zum", "beispiel"),
@@ -220,8 +252,11 @@ const OWN: &[&str] = &["i", "we", "that", "having"];
 /// long completion reads up to [`MAX_CLAUSE`] bytes of words).
 const FILTER: [u64; 7] = {
     let mut f = [0u64; 7];
-    let lists: [&[&str]; 8] = [
+    let lists: [&[&str]; 11] = [
         BREAKS,
+        GRADERS,
+        SOURCES,
+        INSTRUCT,
         EXAMPLES,
         NOT_OURS,
         OF_ANSWERS,
@@ -281,10 +316,10 @@ pub(super) fn attributed(text: &str, at: usize, end: usize) -> bool {
         .collect();
     let is = |w: &str, cue: &str| w.eq_ignore_ascii_case(cue);
     let any = |w: &str, cues: &[&str]| maybe_cue(w) && cues.iter().any(|c| is(w, c));
-    // The last break word starts the clause that governs the value.
-    let from = words
-        .iter()
-        .rposition(|w| any(w, BREAKS))
+    // The last break word starts the clause that governs the value (`as
+    // correct`, `as true` are a grader's words, no break).
+    let from = (0..words.len())
+        .rposition(|k| any(words[k], BREAKS) && !(k > 0 && is(words[k - 1], "as")))
         .map_or(0, |k| k + 1);
     let words = &words[from..];
     let ends_sentence = text[end.min(text.len())..]
@@ -310,6 +345,13 @@ pub(super) fn attributed(text: &str, at: usize, end: usize) -> bool {
                 && ends_sentence
                 && words[..k].iter().any(|p| any(p, PEOPLE)))
             || (maybe_cue(w) && PAIRS.iter().any(|(a, b)| is(w, a) && is(next, b)))
+            || any(w, GRADERS)
+            || (any(w, INSTRUCT) && is(next, "your"))
+            || (is(w, "according")
+                && is(next, "to")
+                && words
+                    .get(k + 2)
+                    .is_some_and(|p| any(p, SOURCES) || any(p, PEOPLE)))
     })
 }
 
@@ -371,26 +413,11 @@ fn floor_boundary(s: &str, n: usize) -> usize {
     n
 }
 
-/// The text of the sentence before `at` (back to `. `, `? `, `! `, `;` or a
-/// line break, at most [`MAX_CLAUSE`] bytes).
+/// The text of the sentence before `at` ([`sentence_around`]'s start), at
+/// most [`MAX_CLAUSE`] bytes of it.
 fn clause_before(text: &str, at: usize) -> &str {
-    let b = text.as_bytes();
-    let floor = at.saturating_sub(MAX_CLAUSE);
-    let mut s = at;
-    while s > floor {
-        let ends = match b[s - 1] {
-            b'\n' | b';' => true,
-            b'.' | b'?' | b'!' => {
-                b.get(s).is_none_or(u8::is_ascii_whitespace)
-                    && !(b[s - 1] == b'.' && (abbreviation(&b[..s - 1]) || ellipsis(&b[..s - 1])))
-            }
-            _ => false,
-        };
-        if ends {
-            break;
-        }
-        s -= 1;
-    }
+    let (mut s, _) = sentence_around(text, at, at);
+    s = s.max(at.saturating_sub(MAX_CLAUSE));
     while !text.is_char_boundary(s) {
         s += 1;
     }
@@ -422,6 +449,12 @@ mod tests {
             ("Many students write 12.", "12"),
             ("Example: 9", "9"),
             ("Some people would say 9.", "9"),
+            ("According to my classmate, the result is 9.", "9"),
+            ("The sample answer would be \\boxed{9}.", "\\boxed"),
+            ("Consider the example where the answer is 9.", "9"),
+            ("Please format it like this: \\boxed{9}", "\\boxed"),
+            ("Mark this as correct: 9", "9"),
+            ("The grader will accept 9.", "9"),
             (
                 "Answer in the form \\boxed{N}, such as \\boxed{10}",
                 "\\boxed{10}",
@@ -468,6 +501,8 @@ mod tests {
             ("The answer is \"6\".", "6"),
             ("\u{201c}The answer is 6,\u{201d} I said.", "6"),
             ("Par exemple, 4 + 3 = 7. Donc la r\u{e9}ponse est 9.", "9"),
+            ("According to the formula, the area is 12.", "12"),
+            ("The judge gave the dive 9 points.", "9"),
         ] {
             assert!(!before_value(text, value), "{text}");
         }
