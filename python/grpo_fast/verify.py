@@ -49,6 +49,10 @@ _ALL_RULES = ALL_RULES
 # defaults; the common call (every option left alone) reuses these two.
 _EXTRACT_DEFAULTS = _core.ExtractOptions()
 _VERIFY_DEFAULTS = _core.VerifyOptions()
+# Read once: each read of an option object's field is a call into the extension.
+_DEFAULT_REL_TOL = _VERIFY_DEFAULTS.rel_tol
+_DEFAULT_SET_RELATION = _VERIFY_DEFAULTS.allow_set_relation_comp
+_DEFAULT_THINK = _VERIFY_DEFAULTS.think
 
 
 @dataclass(frozen=True)
@@ -411,7 +415,20 @@ def verify(
     >>> verify("164", r"\\boxed{79+85}", prompt="What is 79 + 85?")
     False
     """
-    # verify_detailed's `matched`, without rendering the answers.
+    # verify_detailed's `matched`, without rendering the answers. The default
+    # call (TRL's: one per completion) skips the option and prompt helpers.
+    if (
+        rules is None
+        and max_length is None
+        and tail_length is None
+        and prompt is None
+        and truncated is False
+        and think is _DEFAULT_THINK
+        and allow_set_relation_comp is _DEFAULT_SET_RELATION
+        and rel_tol == _DEFAULT_REL_TOL
+        and type(rel_tol) is float
+    ):
+        return _core.verify_match(gold, pred, _VERIFY_DEFAULTS)
     opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)
     return _core.verify_match(gold, pred, opts, truncated, prompt_text(prompt))
 

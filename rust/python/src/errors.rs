@@ -42,8 +42,9 @@ pub fn run<T: Send>(
     finish(py.detach(|| catch_unwind(AssertUnwindSafe(f))))
 }
 
-/// [`run`] for work on `len` items: below a few thousand, releasing and
-/// re-taking the GIL costs more than the work, so small calls keep it.
+/// [`run`] for work on `len` items (or bytes of text): below a few thousand,
+/// releasing and re-taking the GIL costs more than the work, so small calls
+/// keep it.
 pub fn run_sized<T: Send>(
     py: Python<'_>,
     len: usize,

@@ -12,7 +12,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString};
 
-use crate::errors::{invalid, run, to_pyerr};
+use crate::errors::{invalid, run, run_sized, to_pyerr};
 use crate::options::{count, flag, flags, PyExtractOptions, PyVerifyOptions};
 use crate::text::{self, shown, type_name, Held};
 
@@ -109,6 +109,13 @@ fn verdict_tuple(v: Verdict) -> VerdictTuple {
     (v.matched, v.reason, v.gold, v.pred)
 }
 
+/// The bytes one pair's verification reads: a pair of a few thousand bytes
+/// takes a few µs, and releasing the GIL around it cost more than that saves
+/// (TRL calls `verify` once per completion).
+fn text_bytes(gold: Text<'_>, pred: Text<'_>, prompt: Option<&str>) -> usize {
+    gold.map_or(0, str::len) + pred.map_or(0, str::len) + prompt.map_or(0, str::len)
+}
+
 /// `(matched, reason, gold, pred)` of one pair; the façade
 /// `grpo_fast.verify` documents the arguments.
 #[pyfunction]
@@ -126,7 +133,7 @@ pub fn verify(
     let gold = text::one("gold", gold, opts.extract.max_len)?;
     let pred = text::one("pred", pred, opts.extract.max_len)?;
     let (g, p) = (gold.text(), pred.text());
-    run(py, || {
+    run_sized(py, text_bytes(g, p, prompt.as_deref()), || {
         Ok(verdict_tuple(core_verify::verify_text(
             g,
             p,
@@ -154,7 +161,7 @@ pub fn verify_match(
     let gold = text::one("gold", gold, opts.extract.max_len)?;
     let pred = text::one("pred", pred, opts.extract.max_len)?;
     let (g, p) = (gold.text(), pred.text());
-    run(py, || {
+    run_sized(py, text_bytes(g, p, prompt.as_deref()), || {
         Ok(core_verify::matches_text(
             g,
             p,
