@@ -213,10 +213,14 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
-def _answer_key(text: str) -> str:
-    """What majority vote counts: the extracted final answer, else the stripped text."""
+def _answer_key(text: str, code: bool = False) -> str:
+    """What majority vote counts: the extracted final answer (``code``: the code block),
+    else the stripped text."""
     import grpo_fast
+    from grpo_fast.code import extract_code
 
+    if code:
+        return (extract_code(text) or text).strip()
     found = grpo_fast.extract_answer(text)
     return found.answer if found is not None else text.strip()
 
@@ -233,6 +237,7 @@ def _model_default(name: str, model: str) -> Any:
 def _eval(args: argparse.Namespace) -> int:
     import torch
 
+    from grpo_fast.rewards import Rewards
     from grpo_fast.run_rewards import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
     from grpo_fast.steps import check_steps, verified_pick
@@ -265,7 +270,8 @@ def _eval(args: argparse.Namespace) -> int:
             task["max_new_tokens"] if task_name else _model_default("max_new_tokens", args.model)
         )
     dtype = getattr(args, "dtype", None) or _model_default("dtype", args.model)
-    rewards = RunRewards.build(args.reward, max_new_tokens=max_new_tokens)
+    reward = getattr(args, "reward", None) or list(task.get("reward", _field_default("reward")))
+    rewards = RunRewards.build(reward, max_new_tokens=max_new_tokens)
     rows = read_tasks(
         args.data, "data", prompt_column=args.prompt_column, answer_column=args.answer_column
     )[: args.limit or None]
@@ -295,7 +301,8 @@ def _eval(args: argparse.Namespace) -> int:
     # Correct: the first reward is >= 1 (the default, math: the answer is right).
     correct = (scores.columns[rewards.names[0]] >= 1.0).reshape(shape)
     total = np.nan_to_num(scores.total, nan=-np.inf).reshape(shape)
-    answers = np.array([_answer_key(t) for t in comp.texts], dtype=object).reshape(shape)
+    code = isinstance(rewards.parts[0], Rewards) and rewards.parts[0].specs[0].kind == "code"
+    answers = np.array([_answer_key(t, code) for t in comp.texts], dtype=object).reshape(shape)
     wrong_step = check_steps(comp.texts).has_wrong.reshape(shape)
     majority, verified = [], []
     for i in range(len(rows)):
@@ -444,8 +451,8 @@ def _train_flags(sub: Any) -> None:
         "--task",
         choices=sorted(TASKS),
         default=None,
-        help="embedded task whose model, data and lengths are the defaults (the config file "
-        "and flags override them; default: none, the embedded demo: addition)",
+        help="embedded task whose model, data, lengths and reward are the defaults (the config "
+        "file and flags override them; default: none, the embedded demo: addition)",
     )
     add_dataclass_flags(train, TrainerConfig)
     train.set_defaults(func=_train)
@@ -485,7 +492,7 @@ def _eval_flags(sub: Any) -> None:
         "--task",
         choices=sorted(TASKS),
         default=argparse.SUPPRESS,
-        help="embedded task whose model, data and lengths are the defaults (default: none, "
+        help="embedded task whose model, data, lengths and reward are the defaults (default: none, "
         "the embedded demo: addition)",
     )
     ev.add_argument(
@@ -515,7 +522,11 @@ def _eval_flags(sub: Any) -> None:
         "(a warning when the tokenizer has one); always: plain prompts too; never: plain only",
     )
     ev.add_argument(
-        "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
+        "--reward",
+        action=Repeat,
+        default=argparse.SUPPRESS,
+        metavar="NAME[:WEIGHT]",
+        help=_REWARD_HELP + " (default: math; with --task, the task's: code for --task code)",
     )
     ev.add_argument("-n", type=_at_least(1), default=8, help="samples per prompt")
     ev.add_argument("-k", type=_at_least(1), default=1, help="k of pass@k")
