@@ -136,3 +136,38 @@ def test_eval_the_code_task_from_the_command_line(capsys):
         passed += plain_fraction(tok.decode(new, skip_special_tokens=True), tests) == 1.0
     assert report["pass@1"] == pytest.approx(passed / 12)
     assert 0 < passed < 12  # imperfect on purpose
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["train", "--task", "code", "--reward", "math"], "reward 'math' reads the answer column"),
+        (["train", "--task", "code", "--reward", "code", "--reward", "exact:0.5"], "'exact'"),
+        (["train", "--task", "addition", "--reward", "code"], "as each prompt's tests"),
+        (["eval", "--task", "code", "--reward", "choice"], "reward 'choice'"),
+    ],
+)
+def test_a_reward_that_cannot_read_the_tasks_answers_is_refused(argv, said, tmp_path, capsys):
+    """``--task code``'s answer column holds tests: math would score every completion NaN
+    and exact 0, so the run is refused at start-up, saying which reward to use."""
+    out = tmp_path / "run"
+    extra = ["--output-dir", str(out)] if argv[0] == "train" else []
+    assert main([*argv, *extra]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "use its reward (--reward " in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_rewards_that_read_no_answer_may_be_added_and_own_data_is_not_checked(tmp_path):
+    """Format next to code trains; with a file of one's own the task's answers do not apply."""
+    small = ["--max-steps", "1", "--prompts-per-step", "1", "--num-generations", "2"]
+    small += ["--eval-every", "0", "--eval-size", "2", "--no-plot", "--no-progress"]
+    argv = ["train", "--task", "code", "--reward", "code", "--reward", "format:0.1", *small]
+    assert main([*argv, "--output-dir", str(tmp_path / "a")]) == 0
+    record = read_metrics(tmp_path / "a" / "metrics.jsonl")[-1]
+    assert "rewards/format/mean" in record and "rewards/code/mean" in record
+    own = tmp_path / "sums.jsonl"
+    own.write_text('{"prompt": "1+1=", "answer": "2"}\n{"prompt": "2+2=", "answer": "4"}\n')
+    argv = ["train", "--task", "code", "--train-file", str(own), "--eval-file", str(own)]
+    assert main([*argv, "--reward", "math", *small, "--output-dir", str(tmp_path / "b")]) == 0

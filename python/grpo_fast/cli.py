@@ -61,6 +61,8 @@ def _train(args: argparse.Namespace) -> int:
     task = task_options(args.task, model="model" not in {**values, **flags}) if args.task else {}
     given = {**task, **values, **flags}
     cfg = TrainerConfig.from_dict(given)
+    if args.task and cfg.train_file == task["train_file"]:
+        _check_task_rewards(args.task, task, cfg.reward, cfg.max_new_tokens)
     if not {"output_dir", "resume", "overwrite"} & {**values, **flags}.keys():
         from grpo_fast.train.run_dir import default_output_dir
 
@@ -122,6 +124,32 @@ def _train(args: argparse.Namespace) -> int:
         curves = f", curves: {cfg.output_dir}/curves.png" if cfg.plot else ""
         print(f"metrics: {cfg.output_dir}/metrics.jsonl{curves}")
     return 0
+
+
+#: What a task's answer column holds, by what a reward reads there (RunRewards.golds).
+_GOLDS = {"answer": "final answers", "tests": "each prompt's tests (docs/code.md)"}
+
+
+def _check_task_rewards(task: str, options: dict[str, Any], reward: Any, tokens: int) -> None:
+    """Refuse a reward that reads the answer column of ``task``'s own data as something it
+    does not hold (``--task code --reward math``: the column holds tests, so math would
+    score every completion NaN; ``--task addition --reward code``: sums are no tests).
+    Rewards that read no answer (format, overlong, repetition, functions) may be added."""
+    from grpo_fast.run_rewards import RunRewards
+
+    own = RunRewards.build(list(options.get("reward", _field_default("reward"))))
+    holds = {g for g in own.golds.values() if g is not None}
+    if not holds:  # the task's own rewards read no answer: nothing to hold to
+        return
+    given = RunRewards.build(list(reward), max_new_tokens=tokens).golds
+    for name, gold in given.items():
+        if gold is not None and gold not in holds:
+            raise InvalidInputError(
+                f"--task {task}: reward {name!r} reads the answer column as {_GOLDS[gold]}, but "
+                f"this task's holds {' and '.join(_GOLDS[g] for g in sorted(holds))}: use its "
+                f"reward (--reward {' --reward '.join(own.names)}); rewards that read no answer "
+                "(format, overlong, repetition, your own function) may be added"
+            )
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -237,7 +265,6 @@ def _model_default(name: str, model: str) -> Any:
 def _eval(args: argparse.Namespace) -> int:
     import torch
 
-    from grpo_fast.rewards import Rewards
     from grpo_fast.run_rewards import RunRewards
     from grpo_fast.sampling import HFSampler, SamplingParams
     from grpo_fast.steps import check_steps, verified_pick
@@ -271,6 +298,8 @@ def _eval(args: argparse.Namespace) -> int:
         )
     dtype = getattr(args, "dtype", None) or _model_default("dtype", args.model)
     reward = getattr(args, "reward", None) or list(task.get("reward", _field_default("reward")))
+    if args.data == task["eval_file"]:
+        _check_task_rewards(task_name or "addition", task, reward, max_new_tokens)
     rewards = RunRewards.build(reward, max_new_tokens=max_new_tokens)
     rows = read_tasks(
         args.data, "data", prompt_column=args.prompt_column, answer_column=args.answer_column
@@ -301,7 +330,7 @@ def _eval(args: argparse.Namespace) -> int:
     # Correct: the first reward is >= 1 (the default, math: the answer is right).
     correct = (scores.columns[rewards.names[0]] >= 1.0).reshape(shape)
     total = np.nan_to_num(scores.total, nan=-np.inf).reshape(shape)
-    code = isinstance(rewards.parts[0], Rewards) and rewards.parts[0].specs[0].kind == "code"
+    code = rewards.golds[rewards.names[0]] == "tests"
     answers = np.array([_answer_key(t, code) for t in comp.texts], dtype=object).reshape(shape)
     wrong_step = check_steps(comp.texts).has_wrong.reshape(shape)
     majority, verified = [], []
