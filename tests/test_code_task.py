@@ -69,7 +69,7 @@ def task_tests(split: str) -> dict[str, dict]:
 
 
 def test_the_task_data_holds_function_call_tests_that_the_reference_passes():
-    assert TASKS["code"]["reward"] == ("code",)
+    assert TASKS["code"]["reward"] == ({"name": "code", "all_or_nothing": True},)
     train, held_out = task_tests("train"), task_tests("eval")
     assert len(held_out) == 200 and len(train) > 1000 and not set(train) & set(held_out)
     prompt = "Write a Python function f(x) that returns 3*x + 7."
@@ -80,8 +80,9 @@ def test_the_task_data_holds_function_call_tests_that_the_reference_passes():
 
 
 def test_train_the_code_task_from_the_command_line(tmp_path, capsys):
-    """The task's defaults train with the code reward; every logged completion's reward
-    is what the plain run of its function against the row's tests gives."""
+    """The task's defaults train with the code reward (all or nothing); every logged
+    completion's reward is what the plain run of its function against the row's tests
+    gives: 1 when every test passes, else 0."""
     out = tmp_path / "run"
     argv = ["train", "--task", "code", "--max-steps", "2", "--prompts-per-step", "4"]
     argv += ["--eval-size", "16", "--log-completions", "--logging-steps", "1"]
@@ -90,7 +91,8 @@ def test_train_the_code_task_from_the_command_line(tmp_path, capsys):
     said = capsys.readouterr().out
     assert "rewards code," in said and "held-out accuracy" in said
     config = json.loads((out / "config.json").read_text())
-    assert config["model"].endswith("tiny_code") and config["reward"] == ["code"]
+    assert config["model"].endswith("tiny_code")
+    assert config["reward"] == [{"name": "code", "all_or_nothing": True}]
     records = read_metrics(out / "metrics.jsonl")
     assert [r["step"] for r in records] == [0, 1, 2]
     assert all(0 <= r["eval_accuracy"] <= 1 for r in records if "eval_accuracy" in r)
@@ -98,11 +100,13 @@ def test_train_the_code_task_from_the_command_line(tmp_path, capsys):
     logged = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
     assert len(logged) == 2 * 4 * 8  # 2 steps of 4 prompts x 8 samples
     train = task_tests("train")
-    plain = [plain_fraction(c["completion"], train[c["prompt"]]) for c in logged]
-    assert [c["code"] for c in logged] == pytest.approx(plain)
-    assert [c["reward"] for c in logged] == pytest.approx(plain)
-    # The model is imperfect on purpose: something passes, something fails.
-    assert max(plain) == 1.0 and min(plain) < 1.0
+    fractions = [plain_fraction(c["completion"], train[c["prompt"]]) for c in logged]
+    plain = [float(f == 1.0) for f in fractions]
+    assert [c["code"] for c in logged] == plain
+    assert [c["reward"] for c in logged] == plain
+    # The model is imperfect on purpose: something passes, something fails, and some
+    # completions pass only part of their tests (which earns them nothing).
+    assert max(plain) == 1.0 and min(plain) == 0.0 and any(0 < f < 1 for f in fractions)
     for step in (1, 2):
         mine = [p for p, c in zip(plain, logged, strict=True) if c["step"] == step]
         record = next(r for r in records if r["step"] == step)

@@ -137,12 +137,15 @@ TASKS: dict[str, dict[str, Any]] = {
         "model": str(DATA_DIR / "tiny_code"),
         "train_file": str(DATA_DIR / "code_train.jsonl"),
         "eval_file": str(DATA_DIR / "code_eval.jsonl"),
-        "reward": ("code",),
+        # All or nothing: a wrong constant passes most tests of x > c or max(x, c), and
+        # partial credit for it made the sampled reward flat (docs/code.md, measured).
+        "reward": ({"name": "code", "all_or_nothing": True},),
         "max_new_tokens": 24,
         # Measured (docs/code.md): 2e-4 and 3e-4 lose held-out accuracy; at temperature 1
         # a sixteenth of the samples pass, at 0.7 about a fifth.
         "temperature": 0.7,
         "learning_rate": 1e-4,
+        "prompts_per_step": 16,
         "eval_size": 200,
         "max_steps": 30,
         "eval_every": 5,
