@@ -171,7 +171,10 @@ fn an_expression_copied_from_the_prompt_is_no_answer() {
         "\\boxed{85 + 79 + 0}",
         "\\boxed{(79 + 85)}",
     ] {
-        assert!(!verify_cut("164", pred, false, prompt, &o).matched, "{pred}");
+        assert!(
+            !verify_cut("164", pred, false, prompt, &o).matched,
+            "{pred}"
+        );
     }
     // `80 + 84` is not the prompt's: judged as before.
     for pred in ["\\boxed{164}", "The answer is 164", "\\boxed{80 + 84}"] {
