@@ -279,6 +279,20 @@ def round4() -> list[bytes]:
         ("K", "KKKKK kkkkk (K) the answer is K: option text or L: other"),
         ("C_1 e^x + C_2 e^{-x}", "\\boxed{A e^x + B e^{-x}}"),
         ("x^2/2 + C", "\\boxed{\\frac{x^2}{2} + c_1 + c_2 + k + K_{12}}"),
+        (
+            "7",
+            "A common wrong answer is 9. Student A answered 12. Answer: 7 (a common mistake is 8)",
+        ),
+        ("6", '\u201cThe answer is 6,\u201d he said. "The answer is 5", said John. **Example:** 4'),
+        (
+            "7",
+            "Par exemple, la r\u00e9ponse est 7. z.B. 3 + 4 = 7. Write your answer as \\boxed{42}.",
+        ),
+        (
+            "5",
+            "\u7b54\uff1a5\u3002La risposta non \u00e8 5, non 6. "
+            "La respuesta no es 5. Ans: 5 plans: 6",
+        ),
     ]
     out = [pair(g, p) for g, p in shapes]
     for g, p in shapes:
@@ -291,6 +305,9 @@ def round4() -> list[bytes]:
         pair("7", "7 hours " * 30_000),
         pair("7", "7 hours 30 minutes 15 seconds " * 8_000),
         pair("C", "C" * 200_000),
+        pair("6", "\u201c" * 60_000 + "The answer is 6,\u201d he said."),
+        pair("6", '"The answer is 6 ' * 15_000 + '", said John.'),
+        pair("8", "Answer: 7" + " (a common mistake is 8)" * 10_000),
         pair("C", "the string would be " + "CD" * 50_000),
         pair("x + C", "\\boxed{x + " + " + ".join(f"c_{k}" for k in range(5_000)) + "}"),
     ]

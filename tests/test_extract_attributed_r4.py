@@ -49,6 +49,22 @@ ATTRIBUTED = [
     ("9", "Example: 9"),
     ("9", r"As an illustration, \boxed{9}"),
     ("9", r"Your answer should look like \boxed{9}."),
+    # The prompt's instruction restated, a heading, an infinitive, people
+    # who answer, a quotation whose speaker comes after it.
+    ("42", r"Write your answer as \boxed{42}."),
+    ("42", r"Put your final answer in the form \boxed{42}."),
+    ("42", r"Please provide your final answer like \boxed{42}."),
+    ("8", "**Example:** the answer is 8."),
+    ("20", "It is tempting to answer 20."),
+    ("4", "People often answer 4."),
+    ("6", "\u201cThe answer is 6,\u201d he said."),
+    ("6", '"The answer is 6", said John.'),
+    # The examples of rule 13's languages.
+    ("7", "Zum Beispiel ist die Antwort 7."),
+    ("7", "z.B. 3 + 4 = 7"),
+    ("7", "Par exemple, la r\u00e9ponse est 7."),
+    ("7", "Por ejemplo, la respuesta es 7."),
+    ("7", "Ad esempio, la risposta \u00e8 7."),
 ]
 
 # The completion's own answer comes after (or without) the attributed value:
@@ -59,11 +75,18 @@ OWN_AFTER = [
     ("9", "Bob says the answer is 8. I get 9."),
     ("15", "Many students write 12, but the answer is 15."),
     ("16", "For example, if x = 2 then y = 4. Now for our problem, the answer is 16."),
+    # Inside a marker's prose the value a cue attributes gives way to the one
+    # before it.
+    ("7", "Answer: 7 (a common mistake is 8)"),
+    ("9", "Par exemple, la r\u00e9ponse est 7. Donc la r\u00e9ponse est 9."),
+    ("9", "Por ejemplo, 4 + 3 = 7. Entonces la respuesta es 9."),
 ]
 OWN_AFTER_NOT = [
     ("7", "A common wrong answer is 7. The correct answer is 9."),
     ("42", r"The format is \boxed{42}. Let me think. So the answer is \boxed{17}."),
     ("8", "Bob says the answer is 8. I get 9."),
+    ("8", "Answer: 7 (a common mistake is 8)"),
+    ("7", "Par exemple, la r\u00e9ponse est 7. Donc la r\u00e9ponse est 9."),
 ]
 
 # The completion's own statements that only look like a cue.
@@ -83,6 +106,15 @@ OWN = [
     ("9", "The judge gave the dive 9 points."),
     ("12", "Others answered 9, but I get 12."),
     ("9", "The answer is 9.\n\nFor example, 4+5=9."),
+    # The completion speaking in a role is its own voice; a quotation of its
+    # own answer is its answer.
+    ("12", "As the student, I answer 12."),
+    ("6", 'The answer is "6".'),
+    ("6", "\u201cThe answer is 6,\u201d I said."),
+    # `your` without an instruction verb before it is the completion
+    # addressing the reader about its own result.
+    ("5", "Therefore, your answer is 5."),
+    ("5", "Adding the two, your final answer is 5."),
 ]
 
 

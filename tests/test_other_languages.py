@@ -45,6 +45,17 @@ MARKED = [
     ("5", "答案：５"),
     ("12", "先算 3 × 4。答案是12。"),
     ("3/4", "Die Antwort ist $\\frac{3}{4}$."),
+    # `答：` (Chinese and Japanese worked solutions) and its English `Ans:`.
+    ("5", "答：5"),
+    ("5", "答: 5"),
+    ("5", "答：5个苹果。"),
+    ("5", "Ans: 5"),
+    # Italian `non` before a value negates it; a negation elsewhere in the
+    # text is not the answer's.
+    ("5", "La risposta è 5, non 6."),
+    ("5", "No es fácil: la respuesta es 5."),
+    ("5", "Non è difficile. La risposta è 5."),
+    ("5", "Ce n'est pas facile. La réponse est 5."),
 ]
 
 # The marker wins over a later number in prose (it is a marker, not prose).
@@ -52,6 +63,7 @@ MARKER_WINS = [
     ("5", "Ответ: 5. Проверка: 2 + 3 = 5, всего 7 шагов"),
     ("5", "答案是5。我们用了3步。"),
     ("5", "Antwort: 5. Wir brauchten 3 Schritte."),
+    ("5", "答：5个苹果。\n检验：5×2=10"),
 ]
 
 # A foreign number with a word of another script after it is that number.
@@ -60,6 +72,12 @@ NON_LATIN_WORDS = [
     ("5", "一共有5个苹果"),
     ("5", "全部で5円"),
     ("5", "So he pays 5 рублей"),
+    # A short line of foreign words before the number is prose, not a product
+    # of variables (`Итого: 5` is no `И*т*о*г*о/5`).
+    ("5", "Итого: 5"),
+    ("5", "Итак, 5."),
+    ("5", "Résultat : 5"),
+    ("5", "合計: 5"),
 ]
 
 # A hedged, doubted or negated answer under a foreign marker pays nothing.
@@ -89,9 +107,34 @@ HEDGED = [
     ("5", "答えは5ではない。"),
     ("5", "答えは5じゃない。"),
     ("5", "答案是5？"),
+    # A negated marker: `the answer is not 5`.
+    ("5", "La respuesta no es 5."),
+    ("5", "La risposta non è 5."),
+    ("5", "A resposta não é 5."),
+    ("5", "La réponse n'est pas 5."),
+    ("5", "La risposta è non 5."),
+    # Doubt in two words or a hyphen, and the conditional modals (`could`).
+    ("5", "Peut-être 5."),
+    ("5", "La réponse est peut-être 5."),
+    ("5", "Tal vez 5."),
+    ("5", "Может быть, 5."),
+    ("5", "Es könnte 5 sein."),
+    ("5", "Il pourrait être 5."),
+    ("5", "Podría ser 5."),
+    ("5", "Potrebbe essere 5."),
+    ("5", "Poderia ser 5."),
 ]
 
-NOT_PAID = HEDGED
+# The value after Italian `non` is denied; Spanish `no` alone is not read
+# (`5, no 6` is `5, not 6` in Spanish and a correction in English): such an
+# answer pays nothing, the error toward paying nothing.
+DENIED = [
+    ("6", "La risposta è 5, non 6."),
+    ("5", "La respuesta es 5, no 6."),
+    ("6", "La respuesta es 5, no 6."),
+]
+
+NOT_PAID = HEDGED + DENIED
 PAID = MARKED + MARKER_WINS + NON_LATIN_WORDS
 
 
@@ -121,7 +164,15 @@ def test_the_verdict_names_the_hedge(gold, completion):
 
 
 def test_foreign_markers_are_markers():
-    for completion in ["Antwort: 5", "Respuesta: 5", "Ответ: 5", "答案：5", "答え：5"]:
+    for completion in [
+        "Antwort: 5",
+        "Respuesta: 5",
+        "Ответ: 5",
+        "答案：5",
+        "答え：5",
+        "答：5",
+        "Ans: 5",
+    ]:
         found = grpo_fast.extract_answer(completion)
         assert found is not None and found.rule == "answer_colon", completion
         assert found.answer == "5", completion
@@ -129,6 +180,14 @@ def test_foreign_markers_are_markers():
         found = grpo_fast.extract_answer(completion)
         assert found is not None and found.rule == "answer_is", completion
         assert found.answer == "5", completion
+
+
+def test_ans_is_a_marker_only_as_a_word():
+    # `plans:` and `Trans:` end in `ans:`: words, not markers.
+    for completion in ["The plans: 5", "Trans: 5"]:
+        found = grpo_fast.extract_answer(completion)
+        assert found is not None and found.rule != "answer_colon", completion
+    assert grpo_fast.verify("7", "Trans: 5. Answer: 7")
 
 
 def test_words_in_latin_prose_are_not_folded():

@@ -36,6 +36,41 @@ const BREAKS: &[&str] = &[
     "correct",
     "right",
     "true",
+    // German, French, Spanish, Italian (rule 13's languages): `so`, `but`,
+    // `our`.
+    "daher",
+    "deshalb",
+    "somit",
+    "aber",
+    "unser",
+    "unsere",
+    "donc",
+    "ainsi",
+    "mais",
+    "notre",
+    "entonces",
+    "pero",
+    "nuestro",
+    "nuestra",
+    "quindi",
+    "dunque",
+    "pertanto",
+    "nostro",
+    "nostra",
+];
+
+/// Words that name an example (lower case): a cue as the last word before
+/// the value (`Example: 9`) or as the first word of its clause (`**Example:**
+/// the answer is 8.`).
+const EXAMPLES: &[&str] = &[
+    "example",
+    "examples",
+    "sample",
+    "beispiel",
+    "beispielsweise",
+    "exemple",
+    "ejemplo",
+    "esempio",
 ];
 
 /// An adjective that, before one of [`OF_ANSWERS`], names an answer that is
@@ -101,7 +136,9 @@ const REPORTING: &[&str] = &[
 /// before them and the value ends the sentence (`Student A answered 12.`,
 /// `Many students write 7.`, but `Tom answered 12 questions.`, `so he
 /// answered 12.`: a word problem's people are not cues).
-const REPORTING_LAST: &[&str] = &["answered", "answers", "wrote", "writes", "write", "put"];
+const REPORTING_LAST: &[&str] = &[
+    "answered", "answers", "answer", "wrote", "writes", "write", "put",
+];
 
 /// Others whose answers [`REPORTING_LAST`] reports.
 const PEOPLE: &[&str] = &[
@@ -140,6 +177,15 @@ const GRADERS: &[&str] = &[
 /// classmate, ...`; `according to the formula` is the completion's own).
 const SOURCES: &[&str] = &[
     "my", "his", "her", "their", "him", "them", "someone", "others",
+];
+
+/// Verbs of an instruction that, before `your`, restate the prompt's
+/// instruction (`Write your answer as \boxed{42}`, `Put your final answer in
+/// \boxed{7}`): an instruction's value, never the completion's answer
+/// (`Therefore, your answer is 5.` has none and stays the completion's own).
+const INSTRUCT: &[&str] = &[
+    "write", "put", "give", "present", "enter", "express", "format", "box", "place", "provide",
+    "state", "submit", "report", "type",
 ];
 
 /// Two-word cues (lower case): an example, a template, a modal of someone
@@ -182,7 +228,83 @@ const PAIRS: &[(&str, &str)] = &[
     ("should", "treat"),
     ("treat", "this"),
     ("treat", "it"),
+    ("tempting", "to"),
+    // `zum Beispiel`, `z.B.`, `par exemple`, `p. ex.`, `por ejemplo`,
+    // `p. ej.`, `por exemplo`, `ad esempio`, `per esempio`.
+    ("zum", "beispiel"),
+    ("z", "b"),
+    ("par", "exemple"),
+    ("p", "ex"),
+    ("por", "ejemplo"),
+    ("p", "ej"),
+    ("por", "exemplo"),
+    ("ad", "esempio"),
+    ("per", "esempio"),
 ];
+
+/// The words the personal-voice check reads before a verb: `I said`, `we
+/// write`, `That said`, `Having said`.
+const OWN: &[&str] = &["i", "we", "that", "having"];
+
+/// Every cue word of the lists above as a set of (first letter, length)
+/// keys: most words of prose are in no list and are passed over after one
+/// lookup instead of a comparison with each cue (the box at the end of a
+/// long completion reads up to [`MAX_CLAUSE`] bytes of words).
+const FILTER: [u64; 7] = {
+    let mut f = [0u64; 7];
+    let lists: [&[&str]; 11] = [
+        BREAKS,
+        GRADERS,
+        SOURCES,
+        INSTRUCT,
+        EXAMPLES,
+        NOT_OURS,
+        OF_ANSWERS,
+        REPORTING,
+        REPORTING_LAST,
+        PEOPLE,
+        OWN,
+    ];
+    let mut l = 0;
+    while l < lists.len() {
+        let mut i = 0;
+        while i < lists[l].len() {
+            f = with_key(f, lists[l][i]);
+            i += 1;
+        }
+        l += 1;
+    }
+    let mut i = 0;
+    while i < PAIRS.len() {
+        f = with_key(f, PAIRS[i].0);
+        f = with_key(f, PAIRS[i].1);
+        i += 1;
+    }
+    f
+};
+
+/// `word`'s bit in [`FILTER`]: its first letter and its length up to 15;
+/// none for a word that does not start with a letter.
+const fn key(word: &str) -> Option<usize> {
+    let b = word.as_bytes();
+    if b.is_empty() || !b[0].is_ascii_alphabetic() {
+        return None;
+    }
+    let len = if b.len() < 15 { b.len() } else { 15 };
+    Some((b[0].to_ascii_lowercase() - b'a') as usize * 16 + len)
+}
+
+const fn with_key(mut f: [u64; 7], cue: &str) -> [u64; 7] {
+    if let Some(k) = key(cue) {
+        f[k / 64] |= 1 << (k % 64);
+    }
+    f
+}
+
+/// Whether `word` may be a cue word (no word of any list is missed).
+fn maybe_cue(word: &str) -> bool {
+    key(word).is_some_and(|k| FILTER[k / 64] & (1 << (k % 64)) != 0)
+}
 
 /// Whether the value `text[at..end]` stands in a clause attributed to an
 /// example, a template, a wrong answer or someone else.
@@ -193,7 +315,7 @@ pub(super) fn attributed(text: &str, at: usize, end: usize) -> bool {
         .filter(|w| !w.is_empty())
         .collect();
     let is = |w: &str, cue: &str| w.eq_ignore_ascii_case(cue);
-    let any = |w: &str, cues: &[&str]| cues.iter().any(|c| is(w, c));
+    let any = |w: &str, cues: &[&str]| maybe_cue(w) && cues.iter().any(|c| is(w, c));
     // The last break word starts the clause that governs the value (`as
     // correct`, `as true` are a grader's words, no break).
     let from = (0..words.len())
@@ -205,30 +327,90 @@ pub(super) fn attributed(text: &str, at: usize, end: usize) -> bool {
         .chars()
         .next()
         .is_none_or(|c| matches!(c, '.' | '!' | '\n' | ',' | ';'));
-    // `Example: 9`.
-    if words
-        .last()
-        .is_some_and(|w| any(w, &["example", "examples", "sample"]))
+    // `Example: 9`, `**Example:** the answer is 8.`, `beispielsweise 7`.
+    if words.last().is_some_and(|w| any(w, EXAMPLES))
+        || words.first().is_some_and(|w| any(w, EXAMPLES))
+        || quoted_then_reported(text, clause, at)
     {
         return true;
     }
     words.iter().enumerate().any(|(k, w)| {
         let before = if k > 0 { words[k - 1] } else { "" };
-        let own = any(before, &["i", "we", "that", "having"]);
+        let own = any(before, OWN);
         let next = words.get(k + 1).copied().unwrap_or("");
         (any(w, NOT_OURS) && any(next, OF_ANSWERS))
             || (any(w, REPORTING) && !own)
             || (any(w, REPORTING_LAST)
+                && !own
                 && ends_sentence
                 && words[..k].iter().any(|p| any(p, PEOPLE)))
-            || PAIRS.iter().any(|(a, b)| is(w, a) && is(next, b))
+            || (maybe_cue(w) && PAIRS.iter().any(|(a, b)| is(w, a) && is(next, b)))
             || any(w, GRADERS)
+            || (any(w, INSTRUCT) && is(next, "your"))
             || (is(w, "according")
                 && is(next, "to")
                 && words
                     .get(k + 2)
                     .is_some_and(|p| any(p, SOURCES) || any(p, PEOPLE)))
     })
+}
+
+/// Whether the value starting at `at` stands inside a quotation opened in its
+/// `clause` and the sentence names a speaker after the quotation closes:
+/// `"The answer is 6," he said.` (`"... 6," I said.` is the completion's own).
+/// The closing quote is looked for from the value's start: a marker's value
+/// runs to the end of its sentence, past the quote.
+fn quoted_then_reported(text: &str, clause: &str, at: usize) -> bool {
+    // One pass over the bytes: `"` and the UTF-8 of `\u{201c}` / `\u{201d}`.
+    let b = clause.as_bytes();
+    let (mut straight, mut curly) = (0usize, 0isize);
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'"' {
+            straight += 1;
+        } else if c == 0xE2 && b.get(i + 1) == Some(&0x80) {
+            match b.get(i + 2) {
+                Some(0x9C) => curly += 1,
+                Some(0x9D) => curly -= 1,
+                _ => {}
+            }
+        }
+    }
+    if straight % 2 == 0 && curly <= 0 {
+        return false;
+    }
+    let rest = &text[at.min(text.len())..];
+    let rest = &rest[..floor_boundary(rest, MAX_CLAUSE)];
+    let Some(close) = rest.find(['"', '\u{201d}', '\n']) else {
+        return false;
+    };
+    if rest[close..].starts_with('\n') {
+        return false;
+    }
+    let after = &rest[close..];
+    let after = &after[..after
+        .find(['.', '!', '?', '\n', ';'])
+        .unwrap_or(after.len())];
+    let words: Vec<&str> = after
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(6)
+        .collect();
+    words.iter().enumerate().any(|(k, w)| {
+        REPORTING.iter().any(|r| w.eq_ignore_ascii_case(r))
+            && !(k > 0
+                && ["i", "we"]
+                    .iter()
+                    .any(|o| words[k - 1].eq_ignore_ascii_case(o)))
+    })
+}
+
+/// The largest char boundary of `s` at or below `n`.
+fn floor_boundary(s: &str, n: usize) -> usize {
+    let mut n = n.min(s.len());
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    n
 }
 
 /// The text of the sentence before `at` ([`sentence_around`]'s start), at
@@ -278,6 +460,16 @@ mod tests {
                 "\\boxed{10}",
             ),
             ("the checker should treat this as 5", "5"),
+            ("Write your answer as \\boxed{42}.", "\\boxed"),
+            ("**Example:** the answer is 8.", "8"),
+            ("It is tempting to answer 20.", "20"),
+            ("People often answer 4.", "4"),
+            ("\u{201c}The answer is 6,\u{201d} he said.", "6"),
+            ("\"The answer is 6\", said John.", "6"),
+            ("Par exemple, la r\u{e9}ponse est 7.", "7"),
+            ("Zum Beispiel ist die Antwort 7.", "7"),
+            ("Por ejemplo, la respuesta es 7.", "7"),
+            ("Ad esempio, la risposta \u{e8} 7.", "7"),
         ] {
             assert!(before_value(text, value), "{text}");
         }
@@ -305,6 +497,10 @@ mod tests {
             ("In the requested format: \\boxed{5}", "\\boxed"),
             ("She wrote 5 letters each day, 15 in all.", "15"),
             ("Tom answered 9 questions, so he answered 12.", "12"),
+            ("As the student, I answer 12.", "12"),
+            ("The answer is \"6\".", "6"),
+            ("\u{201c}The answer is 6,\u{201d} I said.", "6"),
+            ("Par exemple, 4 + 3 = 7. Donc la r\u{e9}ponse est 9.", "9"),
             ("According to the formula, the area is 12.", "12"),
             ("The judge gave the dive 9 points.", "9"),
         ] {

@@ -21,6 +21,35 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 /// (foreign text, English text of at most its byte length). Matched without
 /// ASCII case; a pattern of a spaced script only as whole words.
 const FOLDS: &[(&str, &str)] = &[
+    // A negated marker (`Die Antwort ist nicht 5`, `La respuesta no es 5`):
+    // the answer is not the value, as `the answer is not 5`.
+    ("antwort ist nicht", "answer is not"),
+    ("réponse n'est pas", "answer is not"),
+    ("reponse n'est pas", "answer is not"),
+    ("respuesta no es", "answer is not"),
+    ("risposta non è", "answer is not"),
+    ("resposta não é", "answer is not"),
+    // `no es 5`, `non è 5`, `n'est pas 5`: `isn't` (Spanish `no` alone is
+    // not read: `5, no 6` is `5, not 6` in Spanish and a correction in
+    // English); Italian `non` before a space is `not` (`5, non 6`;
+    // `non-negative` keeps its hyphen).
+    ("no es", "isn't"),
+    ("non è", "isn't"),
+    ("n'est pas", "isn't"),
+    ("non ", "not "),
+    // Doubt in two words or a hyphen (`Peut-être 5.`, `Tal vez 5.`), and the
+    // conditional modals read as `could` (`Il pourrait être 5.`): what one
+    // word of the English list says.
+    ("peut-être", "maybe"),
+    ("peut-etre", "maybe"),
+    ("tal vez", "maybe"),
+    ("pourrait", "could"),
+    ("podría", "could"),
+    ("podria", "could"),
+    ("potrebbe", "could"),
+    ("poderia", "could"),
+    ("könnte", "could"),
+    ("koennte", "could"),
     // German
     ("antwort:", "answer:"),
     ("antwort ist", "answer is"),
@@ -66,6 +95,8 @@ const FOLDS: &[(&str, &str)] = &[
     ("Ответ равен", "answer is"),
     ("ответ будет", "answer is"),
     ("Ответ будет", "answer is"),
+    ("может быть", "maybe"),
+    ("Может быть", "maybe"),
     ("или", "or"),
     ("Или", "or"),
     ("не", "not"),
@@ -94,6 +125,9 @@ const FOLDS: &[(&str, &str)] = &[
     ("不是", " not"),
     ("不对", " wrong"),
     ("不對", " wrong"),
+    // `答：5`, Chinese and Japanese: too short for `answer:`.
+    ("答：", "ans:"),
+    ("答:", "ans:"),
     // Japanese
     ("答えは", "answer is"),
     ("答え：", "answer:"),
@@ -282,6 +316,9 @@ mod tests {
             ("所以答案为5个苹果。", Rule::AnswerIs),
             ("答えは5です。", Rule::AnswerIs),
             ("答え：5円", Rule::AnswerColon),
+            ("答：5", Rule::AnswerColon),
+            ("答: 5个苹果", Rule::AnswerColon),
+            ("La risposta è 5, non 6.", Rule::AnswerIs),
         ] {
             assert_eq!(found(text), Some((vec!["5"], rule, None)), "{text}");
         }
@@ -300,6 +337,11 @@ mod tests {
             "答えはたぶん5",
             "答えは5ではない",
             "Ответ: не 5",
+            "La respuesta no es 5.",
+            "La risposta non è 5.",
+            "La réponse n'est pas 5.",
+            "A resposta não é 5.",
+            "Die Antwort ist nicht 5.",
         ] {
             // Not the committed answer 5: a hedge, or several values.
             let Some(f) = found(text) else { continue };
@@ -307,6 +349,9 @@ mod tests {
         }
         // A word of a spaced script folds only whole: `не` in `неверно` is no `not`.
         assert_eq!(fold("неверно x".into()), "неверно x");
+        // `non` folds only before a space: `non-negative` keeps its hyphen.
+        assert_eq!(fold("non-negative".into()), "non-negative");
+        assert_eq!(fold("5, non 6".into()), "5, not 6");
         // `か` is a particle except between values.
         assert_eq!(fold("わかる".into()), "わかる");
     }

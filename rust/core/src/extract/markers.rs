@@ -22,7 +22,10 @@ const BOLD_COLON: usize = 6;
 /// `answer` alone: a heading (`# Answer`, `**Final Answer**`) when it is
 /// all its line says; the answer is then on the next line.
 const HEADING: usize = 7;
-pub(super) const PATTERNS: [&str; 8] = [
+/// `Ans: 3`, and the Chinese and Japanese `答：` folded to it
+/// ([`super::foreign`]): an `answer:` marker that starts a word.
+const ANS_COLON: usize = 8;
+pub(super) const PATTERNS: [&str; 9] = [
     "<answer>",
     "</answer>",
     "final answer is",
@@ -31,6 +34,7 @@ pub(super) const PATTERNS: [&str; 8] = [
     "answer is",
     "answer**:",
     "answer",
+    "ans:",
 ];
 /// The markers whose last occurrence is kept.
 const KINDS: usize = 6;
@@ -80,8 +84,10 @@ impl Markers {
                 FINAL_ANSWER | ANSWER_IS if verdict_follows(&text[hit.end()..]) => {
                     // `my answer is correct.`: a judgement, not a marker.
                 }
+                // `plans: 5`, `Trans:`: a word's end, no marker.
+                ANS_COLON if hit.start() > 0 && bytes[hit.start() - 1].is_ascii_alphanumeric() => {}
                 // `Answer:` ending its line: the answer is on the next one.
-                ANSWER_COLON | BOLD_COLON => {
+                ANSWER_COLON | BOLD_COLON | ANS_COLON => {
                     let at = heading_answer(bytes, hit.end()).unwrap_or(hit.end());
                     m.last_end[ANSWER_COLON] = Some(at);
                 }

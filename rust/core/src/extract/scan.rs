@@ -212,7 +212,13 @@ impl<'a> Scan<'a> {
             return Some(e);
         }
         let fallback = if is_span { mv.value } else { v };
-        e.parts = vec![last_plain_value(&v[..upto.min(v.len())]).unwrap_or(fallback)];
+        // `Answer: 7 (a common mistake is 8)`: the marker's value is the last
+        // one the prose does not attribute to someone else (rule 16).
+        match last_own_value(&v[..upto.min(v.len())]) {
+            Own::Value(p) => e.parts = vec![p],
+            Own::None => e.parts = vec![fallback],
+            Own::Attributed => return Some(hedged(e, Hedge::Attributed)),
+        }
         Some(e)
     }
 
@@ -375,6 +381,40 @@ fn choice_label(v: &str) -> bool {
 fn hedged(mut e: Extracted<'_>, hedge: Hedge) -> Extracted<'_> {
     e.hedge = Some(hedge);
     e
+}
+
+/// What [`last_own_value`] finds.
+enum Own<'a> {
+    Value(&'a str),
+    None,
+    Attributed,
+}
+
+/// How many attributed values [`last_own_value`] steps back over.
+const MAX_OWN_TRIES: usize = 4;
+
+/// The latest-ending value inside a piece of prose that its clause does not
+/// attribute to an example, a wrong answer or someone else (rule 16).
+fn last_own_value(w: &str) -> Own<'_> {
+    let mut rest = w;
+    for _ in 0..MAX_OWN_TRIES {
+        let Some(p) = last_plain_value(rest) else {
+            break;
+        };
+        let at = p.as_ptr() as usize - w.as_ptr() as usize;
+        if !attributed(w, at, at + p.len()) {
+            return Own::Value(p);
+        }
+        rest = &w[..at];
+        if rest.trim().is_empty() {
+            return Own::Attributed;
+        }
+    }
+    if rest.len() < w.len() {
+        Own::Attributed
+    } else {
+        Own::None
+    }
 }
 
 /// The latest-ending value inside a piece of prose: bold, a math span, a
