@@ -35,6 +35,15 @@ TAKEN_BACK = [
     ("16", "#### 16\nNo wait, I miscalculated."),
     ("16", "<answer>16</answer> Actually no, that isn't it."),
     ("16", "The answer is sixteen. My answer is not correct though."),
+    # Withdrawn without a verdict: the phrase takes back what was just said.
+    ("12", "Final answer: 12. Just kidding!"),
+    ("12", r"\boxed{12}. Scratch that."),
+    ("12", "The answer is 12. Never mind."),
+    ("12", "So the answer is 12. Hmm, ignore that."),
+    ("12", "Answer: 12\n\nPlease disregard my answer above."),
+    ("12", "The answer is 12. I take that back."),
+    ("12", "The answer is 12, or not."),
+    ("12", "#### 12\nForget it."),
 ]
 
 # Rule 11: hidden text pays nothing; it is read as if it were not there.
@@ -101,6 +110,11 @@ CONFIRMED = [
     ("16", "We get 16. It is not negative, so it works."),
     ("16", "Since 15 is wrong, the answer is 16."),
     ("5", r"\boxed{5}. Note that $x=-5$ is not valid since $x > 0$."),
+    # Words of a withdrawal that withdraw nothing.
+    ("12", "The answer is 12. We ignore that root because x > 0."),
+    ("12", "The answer is 12. We disregard the negative solution."),
+    ("12", "The answer is 12 whether or not the box is full."),
+    ("12", "The answer is 12. No kidding: I checked it twice."),
 ]
 
 # Rule 12: rows or items that each give a value under a condition split the

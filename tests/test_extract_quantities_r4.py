@@ -21,6 +21,11 @@ import grpo_fast
 # One of the quantity's numbers alone is not the quantity.
 NOT_PAID = [
     ("30", "The answer is 7 hours 30 minutes."),
+    # Numbers in math or bold are parts of the quantity too.
+    ("7", "The answer is $7$ hours 30 minutes."),
+    ("30", "The answer is $7$ hours and $30$ minutes."),
+    ("2", r"The answer is \(2\) feet \(6\) inches."),
+    ("7", "The answer is **7** hours **30** minutes."),
     ("7", "The answer is 7 hours 30 minutes."),
     ("30", "It took 7 hours and 30 minutes."),
     ("30", r"\boxed{7 \text{ hours } 30 \text{ minutes}}"),
@@ -58,6 +63,10 @@ NOT_PAID = [
 # that is not the answer.
 PAID = [
     ("7.5", "The answer is 7 hours 30 minutes."),
+    ("7.5", "The answer is $7$ hours and $30$ minutes."),
+    ("30", r"The answer is \(2\) feet \(6\) inches."),
+    ("450", "The answer is **7** hours **30** minutes."),
+    ("7", "The answer is $7$. It took 3 hours 20 minutes."),
     ("450", "The answer is 7 hours 30 minutes."),
     ("450", "It took 7 hours and 30 minutes."),
     ("7.5", r"\boxed{7 \text{ hours } 30 \text{ minutes}}"),

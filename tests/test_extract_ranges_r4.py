@@ -63,6 +63,12 @@ RANGES = [
     ("6", "The answer is 4--6."),
     ("6", "So there are 4~6 apples."),
     ("4", "The answer is $4$\u2013$6$."),
+    # Candidates joined by `and` after a copula or a colon, with no marker.
+    ("14", "The possible answers are 12, 13 and 14."),
+    ("14", "The candidates are 12, 13, and 14."),
+    ("5", "We have 5 cases: 1, 2, 3, 4 and 5."),
+    ("5", "The solutions are x = 3 and x = 5."),
+    ("5", "The solutions are $x = 3$ and $x = 5$."),
 ]
 
 # No range: a value stated beside one, a change, a conversion, a subtraction,
@@ -89,6 +95,11 @@ NOT_RANGES = [
     ("[4, 6]", "The answer is within [4, 6]."),
     ("[4, 6]", "x is in the interval [4, 6]."),
     ("[4, 6]", "The answer is the set [4, 6]."),
+    # Values joined by `and` in reasoning, or one value twice.
+    ("5", "The sum of 2 and 3 is 5."),
+    ("5", "The primes are 2 and 3, so the answer is 5."),
+    ("5", "The values are 2 and 3 and their sum is 5."),
+    ("5", "The roots are 5 and 5."),
 ]
 
 

@@ -215,6 +215,23 @@ struct Reader {
     pending_range: Option<usize>,
 }
 
+/// Whether `before` (the sentence up to a list's first value) ends in a
+/// copula or a colon that opens the list: `are`, `were`, `is`, `was`, `be`,
+/// `include`, `:`.
+fn opens_a_list(before: &str) -> bool {
+    let t = before.trim_end_matches([' ', '$', '*', '\\', '(']);
+    if t.ends_with(':') {
+        return true;
+    }
+    let word = t
+        .rsplit(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
+    ["are", "were", "is", "was", "be", "include", "includes"]
+        .iter()
+        .any(|c| word.eq_ignore_ascii_case(c))
+}
+
 impl Reader {
     fn new(in_reasoning: bool) -> Self {
         Reader {
@@ -597,9 +614,14 @@ impl Reader {
         self.close_one_of();
         let dangling = self.pending_or.map(|(_, class)| class);
         let text = |(s, e): Span| v[s..e].trim();
+        // `The possible answers are 3, 4 and 5.`: values joined by `and` that
+        // a copula or a colon opens and that end the sentence's values are a
+        // list of candidates, whatever words come before.
+        let last_end = self.last.map(|l| l.0 .1);
+        let listed = |(s, e): Span| Some(e) == last_end && opens_a_list(&v[..s]);
         let alt = self.alt.or(self
             .and_alt
-            .filter(|_| self.and_choices || !self.other_words));
+            .filter(|&a| self.and_choices || !self.other_words || listed(a)));
         let prose = if dangling == Some(Class::Or) {
             Prose::Unfinished
         } else if dangling == Some(Class::Doubt) {

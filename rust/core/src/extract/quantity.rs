@@ -460,6 +460,10 @@ fn skip_markup(text: &str, mut k: usize, to: usize) -> (usize, usize) {
             "~",
             " ",
             "{",
+            // The math or bold the number closes: `$5$ hours`, `**5** hours`.
+            "$",
+            "**",
+            "\\)",
         ]
         .iter()
         .find(|p| rest.starts_with(**p));
@@ -535,7 +539,19 @@ fn skip_prefix_markup(t: &str) -> &str {
     let mut t = t;
     for _ in 0..4 {
         let before = t.len();
-        for p in ["\\text{", "\\mathrm{", "}", "\\,", "\\ ", "~", " ", "and "] {
+        for p in [
+            "\\text{",
+            "\\mathrm{",
+            "}",
+            "\\,",
+            "\\ ",
+            "~",
+            " ",
+            "and ",
+            "$",
+            "**",
+            "\\(",
+        ] {
             if let Some(r) = t.strip_prefix(p) {
                 t = r;
             }

@@ -71,6 +71,71 @@ const ADMITS: [&str; 10] = [
 /// Words after `no` / before it that make it a retraction (`no wait`, `actually no`).
 const NO_MARKS: [&str; 7] = ["actually", "wait", "hmm", "oh", "oops", "uh", "um"];
 
+/// Phrases that withdraw what was just said (`Scratch that.`, `Never mind.`,
+/// `I take it back`, `Just kidding!`, `Or not.`), lower case, each with
+/// whether it must end its clause (`ignore that.` withdraws; `we ignore that
+/// root` is reasoning).
+const WITHDRAWALS: &[(&[&str], bool)] = &[
+    (&["scratch", "that"], false),
+    (&["strike", "that"], false),
+    (&["cancel", "that"], false),
+    (&["never", "mind"], false),
+    (&["nevermind"], false),
+    (&["take", "it", "back"], false),
+    (&["take", "that", "back"], false),
+    (&["retract"], false),
+    (&["disregard", "that"], true),
+    (&["disregard", "this"], true),
+    (&["disregard", "it"], true),
+    (&["disregard", "above"], false),
+    (&["disregard", "everything"], false),
+    (&["disregard", "my"], false),
+    (&["disregard", "what"], false),
+    (&["just", "kidding"], false),
+    (&["only", "kidding"], false),
+    (&["i'm", "kidding"], false),
+    (&["am", "kidding"], false),
+    (&["was", "kidding"], false),
+    (&["jk"], false),
+    (&["was", "joke"], false),
+    (&["just", "joke"], false),
+    (&["ignore", "that"], true),
+    (&["ignore", "this"], true),
+    (&["ignore", "it"], true),
+    (&["ignore", "above"], false),
+    (&["ignore", "everything"], false),
+    (&["ignore", "my"], false),
+    (&["forget", "that"], true),
+    (&["forget", "it"], true),
+    (&["forget", "what"], false),
+    (&["or", "not"], true),
+];
+
+/// Words a withdrawal reads through (`was a joke`, `ignore the above`).
+const ARTICLES: [&str; 3] = ["a", "an", "the"];
+
+/// Whether the clause's words so far (`recent`, the latest last) end in a
+/// withdrawal, `next` being the text after the latest word.
+fn withdraws(recent: &[&str], next: &str) -> bool {
+    let ends = next
+        .trim_start_matches([' ', '\t'])
+        .chars()
+        .next()
+        .is_none_or(|c| matches!(c, '.' | '!' | '?' | ',' | ';' | ':' | ')' | '\n'));
+    WITHDRAWALS.iter().any(|&(words, at_end)| {
+        recent.len() >= words.len()
+            && (ends || !at_end)
+            && recent[recent.len() - words.len()..]
+                .iter()
+                .zip(words)
+                .all(|(r, w)| r.eq_ignore_ascii_case(w))
+            // `whether or not` is no withdrawal.
+            && !(words[0] == "or"
+                && recent.len() > 2
+                && recent[recent.len() - 3].eq_ignore_ascii_case("whether"))
+    })
+}
+
 /// What the text after an answer takes back (see the module doc).
 pub(super) fn retraction(coda: &str) -> Retraction {
     let mut r = Retraction::default();
@@ -85,6 +150,9 @@ pub(super) fn retraction(coda: &str) -> Retraction {
     let mut admission = false;
     let mut mistake = false;
     let mut prev: Option<&str> = None;
+    // The clause's latest words (articles skipped), for [`withdraws`].
+    let mut recent: [&str; 3] = [""; 3];
+    let mut n_recent = 0usize;
     let deny = |r: &mut Retraction, s: Subject| match s {
         Subject::Answer => r.retracted = true,
         Subject::Value(v) if r.denied.len() < MAX_DENIED => r.denied.push(v),
@@ -100,10 +168,20 @@ pub(super) fn retraction(coda: &str) -> Retraction {
                 }
                 subject = Some(Subject::Value(span));
                 prev = None;
+                n_recent = 0;
             }
             Tok::Math(_) => {}
-            Tok::Word(w, _) => {
+            Tok::Word(w, (_, end)) => {
                 let is = |list: &[&str]| list.iter().any(|a| w.eq_ignore_ascii_case(a));
+                if !is(&ARTICLES) {
+                    if n_recent == recent.len() {
+                        recent.rotate_left(1);
+                        n_recent -= 1;
+                    }
+                    recent[n_recent] = w;
+                    n_recent += 1;
+                    r.retracted |= withdraws(&recent[..n_recent], &coda[end..]);
+                }
                 let class = words::class(w);
                 if w.eq_ignore_ascii_case("no")
                     && prev.is_some_and(|p| NO_MARKS.iter().any(|a| p.eq_ignore_ascii_case(a)))
@@ -176,6 +254,7 @@ pub(super) fn retraction(coda: &str) -> Retraction {
                 admission = false;
                 mistake = false;
                 prev = None;
+                n_recent = 0;
             }
             Tok::Ellipsis(_) | Tok::Slash(_) | Tok::Bound(_) => {}
         }

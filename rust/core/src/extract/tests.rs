@@ -753,6 +753,16 @@ fn an_answer_taken_back_after_it_is_given_is_a_hedge() {
         "\\boxed{16}. Hmm, that doesn't seem right.",
         "Answer: 16\n\nWait, I think I made an error in step 2.",
         "Therefore 16. That's not it.",
+        "Final answer: 16. Just kidding.",
+        "The answer is 16. Scratch that.",
+        "The answer is 16. Never mind.",
+        "The answer is 16. Ignore that.",
+        "The answer is 16. Please disregard the above answer.",
+        "The answer is 16. I take it back.",
+        "The answer is 16. That was a joke!",
+        "The answer is 16. Or not.",
+        "\\boxed{16}, or not",
+        "The answer is 16. Forget it, I am confused.",
     ] {
         assert!(hedge(text).is_some(), "{text}");
     }
@@ -765,6 +775,12 @@ fn an_answer_taken_back_after_it_is_given_is_a_hedge() {
         "\\boxed{16}. The relative error is 0.5%.",
         "We get 16. It is not negative, so it works.",
         "\\boxed{16}. The other option is wrong.",
+        "The answer is 16. We ignore that root since x > 0.",
+        "The answer is 16. We disregard the negative root.",
+        "The answer is 16 whether or not n is even.",
+        "The answer is 16. I am not kidding.",
+        "The answer is 16. No kidding.",
+        "The answer is 16. This was not a joke.",
     ] {
         assert_eq!(hedge(text), None, "{text}");
     }
