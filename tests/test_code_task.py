@@ -121,7 +121,7 @@ def test_eval_the_code_task_from_the_command_line(capsys):
     argv = ["eval", "--task", "code", "-n", "1", "--temperature", "0", "--limit", "12"]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert report["prompts"] == 12 and report["n"] == 1
+    assert report["prompts"] == 12 and report["n"] == 1 and report["temperature"] == 0
 
     model_dir = DATA_DIR / "tiny_code"
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -140,6 +140,15 @@ def test_eval_the_code_task_from_the_command_line(capsys):
         passed += plain_fraction(tok.decode(new, skip_special_tokens=True), tests) == 1.0
     assert report["pass@1"] == pytest.approx(passed / 12)
     assert 0 < passed < 12  # imperfect on purpose
+
+
+def test_eval_of_a_task_samples_at_the_tasks_temperature(capsys):
+    """Without --temperature, ``eval --task code`` samples as ``train --task code`` does."""
+    assert main(["eval", "--task", "code", "-n", "1", "--limit", "2"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["temperature"] == TASKS["code"]["temperature"] == 0.7
+    assert main(["eval", "-n", "1", "--limit", "2"]) == 0  # the demo: 1.0, as before
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["temperature"] == 1.0
 
 
 @pytest.mark.parametrize(

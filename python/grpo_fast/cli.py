@@ -320,7 +320,11 @@ def _eval(args: argparse.Namespace) -> int:
     # Sampling needs no master weights: the model is loaded in the dtype itself.
     model = load_model(args.model, device, dtype=DTYPES[dtype]).eval()
     sampler = HFSampler(model, tok, batch_size=args.batch_size)
-    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=args.temperature)
+    # --task samples as it trains (--task code: 0.7); else 1.0.
+    temperature = getattr(args, "temperature", None)
+    if temperature is None:
+        temperature = task.get("temperature", 1.0) if task_name else 1.0
+    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature)
     with MixedPrecision(dtype, device).autocast():
         comp = sampler.sample(prompts, args.n, params)
     scores = rewards.score(
@@ -341,6 +345,7 @@ def _eval(args: argparse.Namespace) -> int:
     report = {
         "prompts": len(rows),
         "n": args.n,
+        "temperature": temperature,
         "pass@1": float(np.mean([pass_at_k(args.n, int(c), 1) for c in correct.sum(1)])),
         f"pass@{args.k}": float(
             np.mean([pass_at_k(args.n, int(c), args.k) for c in correct.sum(1)])
@@ -560,7 +565,10 @@ def _eval_flags(sub: Any) -> None:
     ev.add_argument("-n", type=_at_least(1), default=8, help="samples per prompt")
     ev.add_argument("-k", type=_at_least(1), default=1, help="k of pass@k")
     ev.add_argument(
-        "--temperature", type=_at_least(0.0, number=float), default=1.0, help="sampling temperature"
+        "--temperature",
+        type=_at_least(0.0, number=float),
+        default=argparse.SUPPRESS,
+        help="sampling temperature (default: 1.0; with --task, the task's: 0.7 for --task code)",
     )
     # Defaults that depend on the model: unset here, resolved in _eval (help states them).
     ev.add_argument(
