@@ -48,9 +48,25 @@ def run(code: str, tests, mode: str, limits: sandbox.Limits = FAST):
     return verify_code(fence(code), tests, limits=limits, fallback=mode == "fallback")
 
 
+def leased_uids() -> set[int]:
+    """The sandbox uids that runs going on now hold (as root each run binds an
+    abstract unix socket named after its uid while it lasts): another process's
+    sandbox, not ours."""
+    try:
+        lines = Path("/proc/net/unix").read_text().splitlines()
+    except OSError:
+        return set()
+    prefix = "@grpo-fast-sandbox-uid-"
+    return {
+        int(w[len(prefix) :]) for line in lines for w in line.split()[-1:] if w.startswith(prefix)
+    }
+
+
 def leftovers(marker: str) -> list[str]:
-    """Processes whose command line carries `marker`, and sandbox uids still running."""
+    """Processes whose command line carries `marker`, and sandbox uids still running
+    that no run going on now holds (ours have all ended when this is asked)."""
     found = []
+    leased = leased_uids()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -64,7 +80,7 @@ def leftovers(marker: str) -> list[str]:
             uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0])
         except (OSError, IndexError, ValueError):
             continue
-        if marker in cmd or 2_000_000 <= uid < 2_000_000 + (1 << 20):
+        if marker in cmd or (2_000_000 <= uid < 2_000_000 + (1 << 20) and uid not in leased):
             found.append(f"{pid} uid={uid} {cmd}")
     return found
 
@@ -351,3 +367,37 @@ def test_fallback_battery_as_a_non_root_user():
         pytest.skip(f"setpriv refused here: {r.stderr.strip()[:200]}")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert " passed" in r.stdout and "failed" not in r.stdout, r.stdout[-2000:]
+
+
+# ------------------------------------------------------- runs in two processes
+
+CONCURRENT = """
+import sys
+from grpo_fast import sandbox
+from grpo_fast.code import verify_code
+slow, n = sys.argv[1] == "slow", int(sys.argv[2])
+code = ("import time\\ntime.sleep(1.5)\\n" if slow else "") + {good!r}
+tests = {tests!r}
+limits = sandbox.Limits(cpu_seconds=3.0, wall_seconds=10.0, memory_bytes=256 << 20)
+fence = "```python\\n" + code + "```\\n"
+print(all(verify_code(fence, tests, limits=limits, fallback=True).ok for _ in range(n)))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a uid per run is the root sandbox's")
+def test_two_processes_sandboxing_at_once_never_share_a_uid():
+    # Each run as root has a uid of its own, and the fallback's end kills whatever
+    # that uid still runs: two processes that counted uids from the same start (ranks
+    # of one node) killed each other's programs. A slow run in one process while
+    # another finishes many quick ones must pass.
+    import subprocess
+
+    script = CONCURRENT.format(good=GOOD_IO, tests=ADD_IO)
+    slow = subprocess.Popen(
+        [sys.executable, "-c", script, "slow", "1"], stdout=subprocess.PIPE, text=True
+    )
+    quick = subprocess.Popen(
+        [sys.executable, "-c", script, "quick", "40"], stdout=subprocess.PIPE, text=True
+    )
+    assert quick.communicate(timeout=120)[0].strip() == "True"
+    assert slow.communicate(timeout=120)[0].strip() == "True"

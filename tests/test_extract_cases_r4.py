@@ -126,6 +126,11 @@ CASES = [
     ("4", "1. For n = 1: 3\n2. For n = 2: 4"),
     ("4", "* Case 1: 3\n* Case 2: 4"),
     ("4", "So we get:\n\n| $n$ even | $4$ |\n| $n$ odd | $3$ |\n| otherwise | $4$ |"),
+    # In prose: another case's value after the answer, in its sentence or after.
+    ("5", "For even n the answer is 5, for odd n it is 6."),
+    ("5", "The answer is 5, and for odd n it is 6."),
+    ("5", "The answer is 5. For odd n, it is 6."),
+    ("5", r"\boxed{5}. When n is odd the formula gives 6."),
 ]
 
 # Items with a total, steps ending in a result, and cases that agree pay.
@@ -136,6 +141,11 @@ NOT_CASES = [
     ("7", "- odd n: 3 ways\n- even n: 4 ways\n- Total: 7"),
     ("4", "- if n is odd: 4\n- if n is even: 4"),
     ("12", "| n | f(n) |\n|---|---|\n| 1 | 5 |\n| 2 | 12 |\n\nSo f(2) = 12."),
+    # A condition that names no other value, or the same one.
+    ("5", "The answer is 5 for odd n."),
+    ("5", "The answer is 5. For odd n, it is also 5."),
+    ("5", r"\boxed{5}. If x is negative, |x| = -x."),
+    ("5", "The answer is 5 because if n is even then 10/2 = 5."),
 ]
 
 NOT_PAID = TAKEN_BACK + HIDDEN + CASES

@@ -72,6 +72,12 @@ NON_LATIN_WORDS = [
     ("5", "一共有5个苹果"),
     ("5", "全部で5円"),
     ("5", "So he pays 5 рублей"),
+    # A short line of foreign words before the number is prose, not a product
+    # of variables (`Итого: 5` is no `И*т*о*г*о/5`).
+    ("5", "Итого: 5"),
+    ("5", "Итак, 5."),
+    ("5", "Résultat : 5"),
+    ("5", "合計: 5"),
 ]
 
 # A hedged, doubted or negated answer under a foreign marker pays nothing.
@@ -107,6 +113,16 @@ HEDGED = [
     ("5", "A resposta não é 5."),
     ("5", "La réponse n'est pas 5."),
     ("5", "La risposta è non 5."),
+    # Doubt in two words or a hyphen, and the conditional modals (`could`).
+    ("5", "Peut-être 5."),
+    ("5", "La réponse est peut-être 5."),
+    ("5", "Tal vez 5."),
+    ("5", "Может быть, 5."),
+    ("5", "Es könnte 5 sein."),
+    ("5", "Il pourrait être 5."),
+    ("5", "Podría ser 5."),
+    ("5", "Potrebbe essere 5."),
+    ("5", "Poderia ser 5."),
 ]
 
 # The value after Italian `non` is denied; Spanish `no` alone is not read

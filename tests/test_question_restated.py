@@ -83,10 +83,18 @@ PROMPTED = [
     ("What is 79 + 85?", "164", r"\boxed{85 + 79}", False),
     ("Compute $12 \\times 13$.", "156", r"The answer is $12 \cdot 13$.", False),
     ("What is 7 times 8?", "56", r"\boxed{7 \times 8}", False),
+    # Decoration and padding that change nothing: still the prompt's expression.
+    ("What is 79 + 85?", "164", r"\boxed{(79+85)}", False),
+    ("What is 79 + 85?", "164", r"\boxed{79 \, + \, 85}", False),
+    ("What is 79 + 85?", "164", r"\boxed{\text{79 + 85}}", False),
+    ("What is 79 + 85?", "164", r"\boxed{79 + 85 + 0}", False),
+    ("What is 79 + 85?", "164", r"\boxed{(79 + 85) \cdot 1}", False),
+    ("What is 12 + 30 + 7?", "49", r"\boxed{7 + 30 + 12}", False),
     ("What is 79 + 85?", "164", r"\boxed{164}", True),
     ("What is 79 + 85?", "164", "The answer is 164", True),
     ("What is 79 + 85?", "164", r"\boxed{80 + 84}", True),
     ("What is 179 + 85?", "264", r"\boxed{264}", True),
+    ("What is 79 + 85?", "164", r"\boxed{79 + 85 = 164}", True),
 ]
 PROMPTED_IDS = [f"{p}|{c}" for p, _, c, _ in PROMPTED]
 

@@ -242,7 +242,9 @@ def test_bad_config_is_rejected_with_a_message(tmp_path, make_config, jsonl):
 
 def test_embedded_model_is_small_and_starts_between_20_and_50_percent(make_config):
     size = sum(f.stat().st_size for f in DATA_DIR.rglob("*") if f.is_file())
-    assert size < 12 * 2**20  # three tiny models of 3 MB (adder, chain, tool) and their data
+    # Four tiny models of about 3 MB (adder, chain, tool, code) and their data: the
+    # package's size budget.
+    assert size < 16 * 2**20
     trainer = Trainer(make_config(eval_size=500))
     assert 0.2 <= trainer.evaluate()["eval_accuracy"] <= 0.5
 

@@ -61,6 +61,8 @@ def _train(args: argparse.Namespace) -> int:
     task = task_options(args.task, model="model" not in {**values, **flags}) if args.task else {}
     given = {**task, **values, **flags}
     cfg = TrainerConfig.from_dict(given)
+    if args.task and cfg.train_file == task["train_file"]:
+        _check_task_rewards(args.task, task, cfg.reward, cfg.max_new_tokens)
     if not {"output_dir", "resume", "overwrite"} & {**values, **flags}.keys():
         from grpo_fast.train.run_dir import default_output_dir
 
@@ -122,6 +124,32 @@ def _train(args: argparse.Namespace) -> int:
         curves = f", curves: {cfg.output_dir}/curves.png" if cfg.plot else ""
         print(f"metrics: {cfg.output_dir}/metrics.jsonl{curves}")
     return 0
+
+
+#: What a task's answer column holds, by what a reward reads there (RunRewards.golds).
+_GOLDS = {"answer": "final answers", "tests": "each prompt's tests (docs/code.md)"}
+
+
+def _check_task_rewards(task: str, options: dict[str, Any], reward: Any, tokens: int) -> None:
+    """Refuse a reward that reads the answer column of ``task``'s own data as something it
+    does not hold (``--task code --reward math``: the column holds tests, so math would
+    score every completion NaN; ``--task addition --reward code``: sums are no tests).
+    Rewards that read no answer (format, overlong, repetition, functions) may be added."""
+    from grpo_fast.run_rewards import RunRewards
+
+    own = RunRewards.build(list(options.get("reward", _field_default("reward"))))
+    holds = {g for g in own.golds.values() if g is not None}
+    if not holds:  # the task's own rewards read no answer: nothing to hold to
+        return
+    given = RunRewards.build(list(reward), max_new_tokens=tokens).golds
+    for name, gold in given.items():
+        if gold is not None and gold not in holds:
+            raise InvalidInputError(
+                f"--task {task}: reward {name!r} reads the answer column as {_GOLDS[gold]}, but "
+                f"this task's holds {' and '.join(_GOLDS[g] for g in sorted(holds))}: use its "
+                f"reward (--reward {' --reward '.join(own.names)}); rewards that read no answer "
+                "(format, overlong, repetition, your own function) may be added"
+            )
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -213,10 +241,14 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
-def _answer_key(text: str) -> str:
-    """What majority vote counts: the extracted final answer, else the stripped text."""
+def _answer_key(text: str, code: bool = False) -> str:
+    """What majority vote counts: the extracted final answer (``code``: the code block),
+    else the stripped text."""
     import grpo_fast
+    from grpo_fast.code import extract_code
 
+    if code:
+        return (extract_code(text) or text).strip()
     found = grpo_fast.extract_answer(text)
     return found.answer if found is not None else text.strip()
 
@@ -265,7 +297,10 @@ def _eval(args: argparse.Namespace) -> int:
             task["max_new_tokens"] if task_name else _model_default("max_new_tokens", args.model)
         )
     dtype = getattr(args, "dtype", None) or _model_default("dtype", args.model)
-    rewards = RunRewards.build(args.reward, max_new_tokens=max_new_tokens)
+    reward = getattr(args, "reward", None) or list(task.get("reward", _field_default("reward")))
+    if args.data == task["eval_file"]:
+        _check_task_rewards(task_name or "addition", task, reward, max_new_tokens)
+    rewards = RunRewards.build(reward, max_new_tokens=max_new_tokens)
     rows = read_tasks(
         args.data, "data", prompt_column=args.prompt_column, answer_column=args.answer_column
     )[: args.limit or None]
@@ -285,7 +320,11 @@ def _eval(args: argparse.Namespace) -> int:
     # Sampling needs no master weights: the model is loaded in the dtype itself.
     model = load_model(args.model, device, dtype=DTYPES[dtype]).eval()
     sampler = HFSampler(model, tok, batch_size=args.batch_size)
-    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=args.temperature)
+    # --task samples as it trains (--task code: 0.7); else 1.0.
+    temperature = getattr(args, "temperature", None)
+    if temperature is None:
+        temperature = task.get("temperature", 1.0) if task_name else 1.0
+    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature)
     with MixedPrecision(dtype, device).autocast():
         comp = sampler.sample(prompts, args.n, params)
     scores = rewards.score(
@@ -295,7 +334,8 @@ def _eval(args: argparse.Namespace) -> int:
     # Correct: the first reward is >= 1 (the default, math: the answer is right).
     correct = (scores.columns[rewards.names[0]] >= 1.0).reshape(shape)
     total = np.nan_to_num(scores.total, nan=-np.inf).reshape(shape)
-    answers = np.array([_answer_key(t) for t in comp.texts], dtype=object).reshape(shape)
+    code = rewards.golds[rewards.names[0]] == "tests"
+    answers = np.array([_answer_key(t, code) for t in comp.texts], dtype=object).reshape(shape)
     wrong_step = check_steps(comp.texts).has_wrong.reshape(shape)
     majority, verified = [], []
     for i in range(len(rows)):
@@ -305,6 +345,7 @@ def _eval(args: argparse.Namespace) -> int:
     report = {
         "prompts": len(rows),
         "n": args.n,
+        "temperature": temperature,
         "pass@1": float(np.mean([pass_at_k(args.n, int(c), 1) for c in correct.sum(1)])),
         f"pass@{args.k}": float(
             np.mean([pass_at_k(args.n, int(c), args.k) for c in correct.sum(1)])
@@ -444,8 +485,8 @@ def _train_flags(sub: Any) -> None:
         "--task",
         choices=sorted(TASKS),
         default=None,
-        help="embedded task whose model, data and lengths are the defaults (the config file "
-        "and flags override them; default: none, the embedded demo: addition)",
+        help="embedded task whose model, data, lengths and reward are the defaults (the config "
+        "file and flags override them; default: none, the embedded demo: addition)",
     )
     add_dataclass_flags(train, TrainerConfig)
     train.set_defaults(func=_train)
@@ -485,7 +526,7 @@ def _eval_flags(sub: Any) -> None:
         "--task",
         choices=sorted(TASKS),
         default=argparse.SUPPRESS,
-        help="embedded task whose model, data and lengths are the defaults (default: none, "
+        help="embedded task whose model, data, lengths and reward are the defaults (default: none, "
         "the embedded demo: addition)",
     )
     ev.add_argument(
@@ -515,12 +556,19 @@ def _eval_flags(sub: Any) -> None:
         "(a warning when the tokenizer has one); always: plain prompts too; never: plain only",
     )
     ev.add_argument(
-        "--reward", action=Repeat, default=["math"], metavar="NAME[:WEIGHT]", help=_REWARD_HELP
+        "--reward",
+        action=Repeat,
+        default=argparse.SUPPRESS,
+        metavar="NAME[:WEIGHT]",
+        help=_REWARD_HELP + " (default: math; with --task, the task's: code for --task code)",
     )
     ev.add_argument("-n", type=_at_least(1), default=8, help="samples per prompt")
     ev.add_argument("-k", type=_at_least(1), default=1, help="k of pass@k")
     ev.add_argument(
-        "--temperature", type=_at_least(0.0, number=float), default=1.0, help="sampling temperature"
+        "--temperature",
+        type=_at_least(0.0, number=float),
+        default=argparse.SUPPRESS,
+        help="sampling temperature (default: 1.0; with --task, the task's: 0.7 for --task code)",
     )
     # Defaults that depend on the model: unset here, resolved in _eval (help states them).
     ev.add_argument(

@@ -72,13 +72,16 @@ class RewardSpec:
     """Base class of the reward specs; ``weight`` and ``name`` on every one.
 
     ``kind`` is the spec's name in :data:`grpo_fast.names.REWARD_KINDS` (or
-    ``"python"``) and the default column name. A spec pickles as its fields
-    (a :class:`PythonReward` as far as its function does).
+    ``"python"``) and the default column name. ``gold`` is what the spec reads in
+    each item's gold: ``"answer"`` (a final answer), ``"tests"`` (code tests) or
+    None (no gold, or a function that may read anything). A spec pickles as its
+    fields (a :class:`PythonReward` as far as its function does).
     """
 
     weight: float
     name: str | None
     kind: ClassVar[str] = ""
+    gold: ClassVar[str | None] = None
 
     def _compile(self) -> _core.RewardSpec | None:
         """The checked Rust spec (None: scored in Python)."""
@@ -107,6 +110,7 @@ class MathReward(RewardSpec):
     weight: float = 1.0
     name: str | None = None
     kind: ClassVar[str] = "math"
+    gold: ClassVar[str | None] = "answer"
 
     def _compile(self) -> _core.RewardSpec:
         return _core.RewardSpec.math(
@@ -147,6 +151,7 @@ class ExactMatchReward(RewardSpec):
     weight: float = 1.0
     name: str | None = None
     kind: ClassVar[str] = "exact"
+    gold: ClassVar[str | None] = "answer"
 
     def _compile(self) -> _core.RewardSpec:
         opts = extract_options(self.rules, self.max_length, self.tail_length, self.think)
@@ -178,6 +183,7 @@ class ChoiceReward(RewardSpec):
     weight: float = 1.0
     name: str | None = None
     kind: ClassVar[str] = "choice"
+    gold: ClassVar[str | None] = "answer"
 
     def _compile(self) -> _core.RewardSpec:
         return _core.RewardSpec.choice(
@@ -266,6 +272,7 @@ class CosineReward(RewardSpec):
     weight: float = 1.0
     name: str | None = None
     kind: ClassVar[str] = "cosine"
+    gold: ClassVar[str | None] = "answer"
 
     def _compile(self) -> _core.RewardSpec:
         opts = verify_options(
@@ -355,6 +362,7 @@ class CodeReward(PythonReward):
     limits: Any = None
     workers: int | None = None
     kind: ClassVar[str] = "code"
+    gold: ClassVar[str | None] = "tests"
 
     def __post_init__(self) -> None:
         object.__setattr__(

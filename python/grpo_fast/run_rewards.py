@@ -228,6 +228,23 @@ class RunRewards:
         self._names = [self.names[e - len(o) : e] for e, o in zip(ends, own, strict=True)]
 
     @property
+    def golds(self) -> dict[str, str | None]:
+        """What each reward reads in a row's gold (its ``answer``), by column name:
+        ``"answer"`` (a final answer: math, exact, choice, cosine), ``"tests"`` (code
+        tests: code) or None (nothing, or a function: it may read anything).
+
+        Examples
+        --------
+        >>> RunRewards.build(["code", "format:0.1"]).golds
+        {'code': 'tests', 'format': None}
+        """
+        out: dict[str, str | None] = {}
+        for part, names in zip(self.parts, self._names, strict=True):
+            specs = part.specs if isinstance(part, _rewards.Rewards) else (None,)
+            out.update((n, getattr(s, "gold", None)) for n, s in zip(names, specs, strict=True))
+        return out
+
+    @property
     def has_functions(self) -> bool:
         """Whether a TRL-style function is among the rewards (only those take
         ``trainer_state``: the trainer builds one for them alone)."""

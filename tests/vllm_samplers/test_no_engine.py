@@ -119,3 +119,50 @@ def test_trainer_options_for_vllm_are_checked_before_anything_loads():
     assert sampler_correction(TrainerConfig(sampler="hf")) == "none"
     if importlib.util.find_spec("peft") is not None:  # LoRA: the merged weights are pushed
         TrainerConfig(sampler="vllm", lora_r=8).validate()
+
+
+def test_a_samplers_weight_folder_goes_with_it():
+    # The folder a sampler makes for pushed weights is removed by close(), when the
+    # sampler is collected, and at the exit of a script that never closed it (each such
+    # run left an empty folder in /dev/shm); a folder the caller gave is kept.
+    import gc
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from grpo_fast.sampling.vllm import weights_folder
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    path, remove = weights_folder(owner, None)
+    assert path.is_dir()
+    (path / "weights.safetensors").write_bytes(b"x")
+    remove()
+    assert not path.exists()
+
+    owner = Owner()
+    path, _ = weights_folder(owner, None)
+    del owner
+    gc.collect()
+    assert not path.exists()
+
+    script = (
+        "from grpo_fast.sampling.vllm import weights_folder\n"
+        "class Owner: pass\n"
+        "keep = Owner()\n"
+        "print(weights_folder(keep, None)[0])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    made = Path(out.stdout.strip())
+    assert made.name.startswith("grpo_fast_vllm_") and not made.exists()
+
+    with tempfile.TemporaryDirectory() as given:
+        owner = Owner()
+        path, remove = weights_folder(owner, given)
+        assert remove is None and path == Path(given)
+        del owner
+        gc.collect()
+        assert Path(given).is_dir()

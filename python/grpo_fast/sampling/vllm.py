@@ -17,6 +17,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,18 @@ def new_weights_dir(parent: str | None = None) -> Path:
     return Path(tempfile.mkdtemp(prefix="grpo_fast_vllm_", dir=parent))
 
 
+def weights_folder(owner: object, weights_dir: str | None) -> tuple[Path, Any]:
+    """The folder ``owner`` pushes weight files through: ``weights_dir`` as given, or a
+    fresh one (:func:`new_weights_dir`) that goes with ``owner``, and the finalizer that
+    removes it (None for a given folder). Call it to remove the folder now (``close()``);
+    otherwise it runs when ``owner`` is garbage collected or at the interpreter's exit,
+    so a script that never closes its sampler leaves no empty folder in /dev/shm."""
+    if weights_dir:
+        return Path(weights_dir), None
+    path = new_weights_dir()
+    return path, weakref.finalize(owner, shutil.rmtree, str(path), True)
+
+
 def torch_dtype(name: str) -> Any:
     import torch
 
@@ -249,8 +262,7 @@ class VLLMSampler:
         except (ValueError, OSError, RuntimeError, TypeError) as e:
             raise InvalidInputError(f"vLLM could not load the model {model!r}: {e}") from e
         self.tokenizer = self.llm.get_tokenizer()
-        self._own_dir = weights_dir is None
-        self.weights_dir = Path(weights_dir) if weights_dir else new_weights_dir()
+        self.weights_dir, self._remove_dir = weights_folder(self, weights_dir)
         self.version = 0
         self._torch_dtype = torch_dtype(str(self.llm.llm_engine.model_config.dtype).split(".")[-1])
 
@@ -327,8 +339,9 @@ class VLLMSampler:
         if llm is not None:
             with contextlib.suppress(Exception):
                 llm.llm_engine.engine_core.shutdown()
-        if self._own_dir:
-            shutil.rmtree(self.weights_dir, ignore_errors=True)
+        remove = getattr(self, "_remove_dir", None)
+        if remove is not None:
+            remove()
 
     def __enter__(self) -> VLLMSampler:
         return self

@@ -38,10 +38,10 @@ from grpo_fast.sampling.base import Completions, SamplingParams, check_prompts
 from grpo_fast.sampling.vllm import (
     WORKER_EXTENSION,
     engine_dtype,
-    new_weights_dir,
     save_weights,
     torch_dtype,
     vllm_sampling_kwargs,
+    weights_folder,
 )
 
 __all__ = ["VLLMServer", "VLLMServerError", "VLLMServerSampler", "server_command"]
@@ -327,8 +327,7 @@ class VLLMServerSampler:
             raise
         self._torch_dtype = torch_dtype(self.server_dtype)
         self.version = int(version) if version.isdigit() else 0
-        self._own_dir = weights_dir is None
-        self.weights_dir = Path(weights_dir) if weights_dir else new_weights_dir()
+        self.weights_dir, self._remove_dir = weights_folder(self, weights_dir)
 
     # ------------------------------------------------------------------ HTTP
     def _request(self, method: str, path: str, body: Any = None) -> Any:
@@ -438,10 +437,9 @@ class VLLMServerSampler:
         """Stop the server this sampler started (a given URL's server keeps running)."""
         if self.server is not None:
             self.server.stop()
-        if getattr(self, "_own_dir", False):
-            import shutil
-
-            shutil.rmtree(self.weights_dir, ignore_errors=True)
+        remove = getattr(self, "_remove_dir", None)
+        if remove is not None:
+            remove()
 
     def __enter__(self) -> VLLMServerSampler:
         return self

@@ -136,8 +136,8 @@ class TrainerConfig:
         default=("math",),
         metadata={
             "help": "reward NAME[:WEIGHT], repeatable (--reward math --reward format:0.5): math, "
-            "exact, choice, format, overlong, or a dotted path to a reward spec or TRL-style "
-            "function",
+            "exact, choice, format, overlong, cosine, repetition, code (the answer column holds "
+            "tests, docs/code.md), or a dotted path to a reward spec or TRL-style function",
             "metavar": "NAME[:WEIGHT]",
         },
     )

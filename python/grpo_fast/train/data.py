@@ -99,8 +99,10 @@ SMOLLM2_OPTIONS: dict[str, Any] = {
 #: config file override them): ``addition`` (the default: 2-digit sums, the answer
 #: alone), ``chain`` (sums of 4 or 5 two-digit numbers answered as a chain of
 #: partial sums, ``37+45=82, 82+19=101 #### 101``, one step per partial sum; made by
-#: ``scripts/make_chain_model.py``) and ``multiply`` (2-digit products with the
-#: ``calc`` tool; made by ``scripts/make_tool_model.py``; docs/tools.md).
+#: ``scripts/make_chain_model.py``), ``multiply`` (2-digit products with the
+#: ``calc`` tool; made by ``scripts/make_tool_model.py``; docs/tools.md) and ``code``
+#: (a one-line Python function in a fenced block, run against the row's tests in the
+#: sandbox by the ``code`` reward; made by ``scripts/make_code_model.py``; docs/code.md).
 TASKS: dict[str, dict[str, Any]] = {
     "addition": {
         "model": str(DATA_DIR / "tiny_adder"),
@@ -125,6 +127,25 @@ TASKS: dict[str, dict[str, Any]] = {
         "tool": ("grpo_fast.tools.builtin:calc",),
         "max_new_tokens": 24,
         "learning_rate": 3e-4,
+        "eval_size": 200,
+        "max_steps": 30,
+        "eval_every": 5,
+    },
+    # Code (docs/code.md): "Write a Python function f(x) that returns 3*x + 7."; the answer
+    # column holds each prompt's tests, which the code reward runs in the sandbox.
+    "code": {
+        "model": str(DATA_DIR / "tiny_code"),
+        "train_file": str(DATA_DIR / "code_train.jsonl"),
+        "eval_file": str(DATA_DIR / "code_eval.jsonl"),
+        # All or nothing: a wrong constant passes most tests of x > c or max(x, c), and
+        # partial credit for it made the sampled reward flat (docs/code.md, measured).
+        "reward": ({"name": "code", "all_or_nothing": True},),
+        "max_new_tokens": 24,
+        # Measured (docs/code.md): 2e-4 and 3e-4 lose held-out accuracy; at temperature 1
+        # a sixteenth of the samples pass, at 0.7 about a fifth.
+        "temperature": 0.7,
+        "learning_rate": 1e-4,
+        "prompts_per_step": 16,
         "eval_size": 200,
         "max_steps": 30,
         "eval_every": 5,

@@ -28,9 +28,12 @@ __all__ = ["DEMO_MODEL", "DEMO_MODELS", "ByModel", "by_model", "is_demo_model", 
 #: The embedded demo model (``python/grpo_fast/data/tiny_adder``).
 DEMO_MODEL = Path(__file__).resolve().parent.parent / "data" / "tiny_adder"
 #: Every embedded model that takes the demo's defaults: the adder, the chain-of-sums
-#: model of ``--task chain`` (``tiny_chain``) and the calculator-calling model of
-#: ``--task multiply`` (``tiny_tool``), as small and trained the same way.
-DEMO_MODELS = (DEMO_MODEL, DEMO_MODEL.parent / "tiny_chain", DEMO_MODEL.parent / "tiny_tool")
+#: model of ``--task chain`` (``tiny_chain``), the calculator-calling model of
+#: ``--task multiply`` (``tiny_tool``) and the function-writing model of ``--task code``
+#: (``tiny_code``), as small and trained the same way.
+DEMO_MODELS = tuple(
+    DEMO_MODEL.parent / name for name in ("tiny_adder", "tiny_chain", "tiny_tool", "tiny_code")
+)
 
 
 @dataclass(frozen=True)

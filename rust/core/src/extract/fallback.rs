@@ -46,17 +46,30 @@ pub(super) fn looks_like_an_answer(t: &str) -> bool {
             }
             continue;
         }
-        if b[i].is_ascii_alphabetic() {
+        // Letters of any script: `Итого: 5`, `Peut-être 5` are prose, not
+        // variables.
+        let letter = |k: usize| {
+            b[k].is_ascii_alphabetic()
+                || (b[k] >= 0x80 && t[k..].chars().next().is_some_and(char::is_alphabetic))
+        };
+        if t.is_char_boundary(i) && letter(i) {
             let start = i;
-            while i < b.len() && b[i].is_ascii_alphabetic() {
-                i += 1;
+            let mut len = 0;
+            let mut foreign = false;
+            while i < b.len() && t.is_char_boundary(i) && letter(i) {
+                let w = t[i..].chars().next().map_or(1, char::len_utf8);
+                foreign |= w > 1;
+                i += w;
+                len += 1;
             }
-            let len = i - start;
             // Letters glued to symbols (`1orW(x)`, `2xy`) are math, not a word.
             let apart = |c: Option<&u8>| {
                 c.is_none_or(|c| c.is_ascii_whitespace() || b".,;:!?\"'".contains(c))
             };
-            let word = apart(start.checked_sub(1).and_then(|k| b.get(k))) && apart(b.get(i));
+            // Letters of another script than the Latin alphabet are never a
+            // variable's, glued or not (`Peut-être`).
+            let word = foreign && len >= 2
+                || apart(start.checked_sub(1).and_then(|k| b.get(k))) && apart(b.get(i));
             // A unit after a value (`2\pi cm`, `12 meters.`) is decoration.
             let unit = start > 0
                 && t[i..].trim_end_matches(['.', '!']).is_empty()

@@ -37,6 +37,19 @@ const FOLDS: &[(&str, &str)] = &[
     ("non è", "isn't"),
     ("n'est pas", "isn't"),
     ("non ", "not "),
+    // Doubt in two words or a hyphen (`Peut-être 5.`, `Tal vez 5.`), and the
+    // conditional modals read as `could` (`Il pourrait être 5.`): what one
+    // word of the English list says.
+    ("peut-être", "maybe"),
+    ("peut-etre", "maybe"),
+    ("tal vez", "maybe"),
+    ("pourrait", "could"),
+    ("podría", "could"),
+    ("podria", "could"),
+    ("potrebbe", "could"),
+    ("poderia", "could"),
+    ("könnte", "could"),
+    ("koennte", "could"),
     // German
     ("antwort:", "answer:"),
     ("antwort ist", "answer is"),
@@ -82,6 +95,8 @@ const FOLDS: &[(&str, &str)] = &[
     ("Ответ равен", "answer is"),
     ("ответ будет", "answer is"),
     ("Ответ будет", "answer is"),
+    ("может быть", "maybe"),
+    ("Может быть", "maybe"),
     ("или", "or"),
     ("Или", "or"),
     ("не", "not"),

@@ -173,6 +173,9 @@ struct Reader {
     condition: Option<&'static str>,
     /// A value was seen after the condition.
     case_value: bool,
+    /// A word naming a case followed the condition (`for odd n`): a value
+    /// after it is that case's, and the answer before it one case of several.
+    case_named: bool,
     /// Reading the sentence of a value found without a marker: the long
     /// sentences of reasoning, where `because`, `also` or `respectively`
     /// say nothing about the value at its end.
@@ -243,6 +246,7 @@ impl Reader {
             stopped: false,
             condition: None,
             case_value: false,
+            case_named: false,
             in_reasoning,
             restating: false,
             plain: Vec::new(),
@@ -369,6 +373,11 @@ impl Reader {
     fn value(&mut self, (start, end): Span, int: Option<i64>, choice: bool) {
         if self.stopped {
             self.case_value |= self.condition.is_some();
+            if self.condition.is_some() && self.case_named {
+                // `5, and for odd n it is 6`.
+                self.void_last(false);
+                self.condition = None;
+            }
             return;
         }
         self.range_value((start, end), int);
@@ -473,6 +482,7 @@ impl Reader {
                 self.void_last(false);
                 self.condition = None;
             }
+            self.case_named |= CASES.iter().any(|c| w.eq_ignore_ascii_case(c));
         }
         let run_has_value = matches!(self.run, Some((_, true)));
         let first = self.first_start;
@@ -870,11 +880,25 @@ const CHECKING: [&str; 14] = [
     "note",
 ];
 
+/// Words that name one case of several after a condition word (`for odd
+/// n`, `if x is negative`, `when n is even`).
+const CASES: [&str; 8] = [
+    "odd",
+    "even",
+    "negative",
+    "positive",
+    "nonnegative",
+    "nonpositive",
+    "otherwise",
+    "else",
+];
+
 /// The candidates a completion proposes after its final answer (`\boxed{3}
 /// or 4`, `The answer is 3. Or maybe 4.`, `Wait, it could be 4.`,
 /// `Actually, the answer is 4`): a value that follows, within three words,
 /// `or` opening a clause, a doubt or hedging word, `actually`, `instead`,
-/// `rather`, or the word `answer`. Each must equal the answer. `None`: more
+/// `rather`, or the word `answer`, or in a clause that names another case
+/// (`For odd n, it is 4.`). Each must equal the answer. `None`: more
 /// than [`MAX_OFFERS`] (a hedge of itself).
 ///
 /// `retracted`: before any other value, the coda judges the answer wrong
@@ -887,6 +911,11 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
     // Words left before a cue lapses.
     let mut cue: Option<u8> = None;
     let mut clause_start = true;
+    // A condition word (`if`, `for`, `when`, `unless`) read in this clause,
+    // then a word naming a case (`odd`, `even`, `negative`, ...): the values
+    // after it are another case's (`The answer is 5. For odd n, it is 6.`).
+    let mut condition = false;
+    let mut case_clause = false;
     // The proposal being read: its start, the end of its last value (None:
     // no value yet) and the integer of a lone number word.
     let mut open: Option<(usize, Option<usize>, Option<i64>)> = None;
@@ -906,6 +935,9 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
         match tok {
             Tok::Value { span, int, .. } => {
                 any_value = true;
+                if case_clause && open.is_none() {
+                    open = Some((span.0, None, None));
+                }
                 match open.as_mut() {
                     Some(o) => {
                         o.2 = if o.1.is_none() && o.0 == span.0 {
@@ -945,6 +977,14 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
                 let starts = clause_start;
                 clause_start = false;
                 let is = |s: &str| w.eq_ignore_ascii_case(s);
+                if ["if", "for", "when", "whenever", "unless"]
+                    .iter()
+                    .any(|c| is(c))
+                {
+                    condition = true;
+                } else if condition && CASES.iter().any(|c| is(c)) {
+                    case_clause = true;
+                }
                 if (class == Class::Or && starts)
                     || matches!(class, Class::Doubt | Class::Hedging)
                     || is("actually")
@@ -966,6 +1006,8 @@ pub(super) fn proposals<'a>(coda: &'a str) -> Option<Coda<'a>> {
                 cue = None;
                 clause_start = true;
                 named = false;
+                condition = false;
+                case_clause = false;
             }
             Tok::Ellipsis(_) | Tok::Slash(_) | Tok::Bound(_) => {}
         }

@@ -50,6 +50,21 @@ const RESULT_WORDS: [&str; 37] = [
 /// Words before a result word that make it a question (`what is 79 + 85`).
 const QUESTION_WORDS: [&str; 6] = ["what", "whether", "asks", "ask", "much", "many"];
 
+/// Commands that wrap what they hold and add nothing to its arithmetic
+/// (`\text{79 + 85}`, `\left(`, `\displaystyle`).
+const TRANSPARENT: [&str; 10] = [
+    "left",
+    "right",
+    "text",
+    "textrm",
+    "mathrm",
+    "textbf",
+    "mathbf",
+    "boldsymbol",
+    "displaystyle",
+    "mbox",
+];
+
 /// Whether `part` is an unevaluated arithmetic expression: numbers joined by
 /// at least one operator (`+`, `-`, `*`, `^`, `×`, `·`, `÷`, `\times`,
 /// `\cdot`, `\div`), with brackets, and nothing else (no variable, no
@@ -106,7 +121,7 @@ pub(crate) fn is_arithmetic(part: &str) -> bool {
                         }
                         after_operand = false;
                     }
-                    "left" | "right" | "" => {}
+                    cmd if cmd.is_empty() || TRANSPARENT.contains(&cmd) => {}
                     _ => return false,
                 }
                 // `\,`, `\!`: the escaped character goes with the backslash,
@@ -205,7 +220,11 @@ fn arithmetic_spelling(text: &str) -> String {
                 match &text[i + 1..j] {
                     "times" | "cdot" => out.push('*'),
                     "div" => out.push('/'),
-                    "left" | "right" | "" => {}
+                    // `\,`, `\;`, `\!`, `\ `: spacing, skipped with its character.
+                    "" if matches!(b.get(i + 1), Some(b',' | b';' | b'!' | b':' | b' ')) => {
+                        j = i + 2;
+                    }
+                    cmd if cmd.is_empty() || TRANSPARENT.contains(&cmd) => {}
                     _ => out.push('|'),
                 }
                 step = (j - i).max(1);
@@ -248,37 +267,83 @@ fn arithmetic_spelling(text: &str) -> String {
 }
 
 /// Whether an arithmetic answer (see [`is_arithmetic`]) is copied from the
-/// prompt: its spelling (see [`arithmetic_spelling`]) appears in the
-/// prompt's, not as part of a longer number, or with the two operands of a
-/// single `+` or `*` swapped (`85 + 79` for `79 + 85`).
+/// prompt: its spelling (see [`arithmetic_spelling`]), once padding that
+/// changes nothing is dropped (`+0`, `-0`, `*1`, `/1`, `^1`, brackets around
+/// a sum or a product), appears in the prompt's, not as part of a longer
+/// number; or it is a sum or a product of the same operands as one in the
+/// prompt, in any order (`85 + 79` for `79 + 85`).
 pub(crate) fn copied_from(prompt: &str, part: &str) -> bool {
-    let want = arithmetic_spelling(part);
+    let want = unpadded(&arithmetic_spelling(part));
     let have = arithmetic_spelling(prompt);
-    let found = |w: &str| {
-        have.match_indices(w).any(|(at, _)| {
-            let digit = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_digit() || c == b'.');
-            let hb = have.as_bytes();
-            !digit(at.checked_sub(1).map(|k| hb[k])) && !digit(hb.get(at + w.len()).copied())
-        })
-    };
     if want.is_empty() || want.contains('|') {
         return false;
     }
-    if found(&want) {
-        return true;
-    }
-    let ops: Vec<usize> = want
-        .match_indices(['+', '*'])
-        .map(|(k, _)| k)
-        .filter(|&k| k > 0)
-        .collect();
-    match ops.as_slice() {
-        [k] if !want.contains(['-', '/', '^', '(']) => {
-            let swapped = format!("{}{}{}", &want[k + 1..], &want[*k..=*k], &want[..*k]);
-            found(&swapped)
+    let found = have.match_indices(want.as_str()).any(|(at, _)| {
+        let digit = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_digit() || c == b'.');
+        let hb = have.as_bytes();
+        !digit(at.checked_sub(1).map(|k| hb[k])) && !digit(hb.get(at + want.len()).copied())
+    });
+    found
+        || operands_of(&want).is_some_and(|(op, mut mine)| {
+            mine.sort_unstable();
+            // The prompt's sums and products: runs of numbers joined by `op`.
+            have.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == op))
+                .filter_map(operands_of)
+                .any(|(o, mut theirs)| {
+                    theirs.sort_unstable();
+                    o == op && theirs == mine
+                })
+        })
+}
+
+/// `spelling` without padding that changes no value: `+0`, `-0`, `*1`, `/1`,
+/// `^1` after an operand (not `+0.5`, `*12`), a leading `0+` or `1*`, and
+/// brackets in a sum or a product of numbers alone.
+fn unpadded(spelling: &str) -> String {
+    let mut s = spelling.to_string();
+    loop {
+        let before = s.len();
+        for pad in ["+0", "-0", "*1", "/1", "^1"] {
+            let mut from = 0;
+            while let Some(k) = s[from..].find(pad).map(|k| k + from) {
+                let end = k + pad.len();
+                let next = s.as_bytes().get(end);
+                let prev = k.checked_sub(1).map(|p| s.as_bytes()[p]);
+                let whole = !next.is_some_and(|c| c.is_ascii_digit() || *c == b'.');
+                let after_operand = prev.is_some_and(|c| c.is_ascii_digit() || c == b')');
+                if whole && after_operand {
+                    s.replace_range(k..end, "");
+                } else {
+                    from = k + 1;
+                }
+            }
         }
-        _ => false,
+        for pad in ["0+", "1*"] {
+            let next = s.as_bytes().get(pad.len()).copied();
+            if s.starts_with(pad) && next.is_some_and(|c| c.is_ascii_digit() || c == b'(') {
+                s.replace_range(..pad.len(), "");
+            }
+        }
+        let mixed = s.contains(['-', '/', '^']) || (s.contains('+') && s.contains('*'));
+        let homogeneous = !mixed;
+        if homogeneous {
+            s.retain(|c| c != '(' && c != ')');
+        }
+        if s.len() == before {
+            return s;
+        }
     }
+}
+
+/// The operator and the operands of a sum or a product of numbers alone
+/// (`79+85` is `('+', ["79", "85"])`); none for anything else.
+fn operands_of(spelling: &str) -> Option<(char, Vec<&str>)> {
+    let op = if spelling.contains('+') { '+' } else { '*' };
+    let parts: Vec<&str> = spelling.split(op).collect();
+    let numbers = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit() || c == b'.'));
+    (parts.len() >= 2 && numbers).then_some((op, parts))
 }
 
 #[cfg(test)]
@@ -366,5 +431,17 @@ mod tests {
         assert!(copied_from("What is 7 times 8?", "7 × 8"));
         assert!(!copied_from("What is 7 times 8?", "7 - 8"));
         assert!(!copied_from("Subtract 6 from 15.", "15 - 6"));
+        // Decoration and padding that change nothing.
+        assert!(copied_from(prompt, "(79+85)"));
+        assert!(copied_from(prompt, "79 \\, + \\, 85"));
+        assert!(copied_from(prompt, "\\text{79 + 85}"));
+        assert!(copied_from(prompt, "79 + 85 + 0"));
+        assert!(copied_from(prompt, "0 + 85 + 79"));
+        assert!(copied_from(prompt, "(79 + 85) \\cdot 1"));
+        assert!(copied_from("What is 12 + 30 + 7?", "7 + 30 + 12"));
+        // Padding is whole: `+0.5` and `*12` are values.
+        assert!(!copied_from(prompt, "79 + 85 + 0.5"));
+        assert!(!copied_from("What is 7 * 8?", "7 * 8 * 12"));
+        assert!(!copied_from(prompt, "164 + 0"));
     }
 }

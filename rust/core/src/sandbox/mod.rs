@@ -442,8 +442,17 @@ pub fn run_with(job: &Job, limits: &Limits, mode: Isolation) -> Result<Outcome, 
     check_job(job)?;
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let uid = root
-        .then(|| SANDBOX_UID_BASE + NEXT_UID.fetch_add(1, Ordering::Relaxed) % SANDBOX_UID_SPAN);
+    // Held until the run's processes are gone and its directory removed (dropped
+    // after `wd`).
+    let lease = if root {
+        match UidLease::take() {
+            Ok(lease) => Some(lease),
+            Err(e) => return Ok(setup_error(format!("sandbox uid: {e}"))),
+        }
+    } else {
+        None
+    };
+    let uid = lease.as_ref().map(|l| l.uid);
     let wd = match make_workdir(job, uid) {
         Ok(wd) => wd,
         Err(e) => return Ok(setup_error(format!("working directory: {e}"))),
@@ -462,6 +471,68 @@ pub fn run_with(job: &Job, limits: &Limits, mode: Isolation) -> Result<Outcome, 
             Ok(out)
         }
         Err(e) => Ok(setup_error(e.to_string())),
+    }
+}
+
+/// A sandbox uid held by this run alone, across every process on the machine:
+/// an abstract unix socket named after the uid is bound while the run lasts
+/// (the kernel releases it when the descriptor closes, also when the process
+/// dies; no file is left). Without it, two processes that sandbox at once
+/// (ranks of one node, reward workers) would count from the same uid: the
+/// process limit is per uid, and the fallback's end kills the uid's every
+/// process, so one run could fail or kill the other's.
+struct UidLease {
+    uid: u32,
+    _held: Fd,
+}
+
+/// How many uids a run tries before it gives up (each taken one is in use by
+/// a run going on now).
+const UID_TRIES: u32 = 4096;
+
+impl UidLease {
+    fn take() -> std::io::Result<UidLease> {
+        // Each process starts at its own place in the span (probes stay few).
+        // SAFETY: getpid cannot fail.
+        let me = unsafe { libc::getpid() } as u32;
+        let start = me.wrapping_mul(40_503) % SANDBOX_UID_SPAN;
+        for _ in 0..UID_TRIES {
+            let k = NEXT_UID.fetch_add(1, Ordering::Relaxed);
+            let uid = SANDBOX_UID_BASE + start.wrapping_add(k) % SANDBOX_UID_SPAN;
+            // SAFETY: a new descriptor, owned by `fd`.
+            let fd = Fd(unsafe {
+                libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)
+            });
+            if fd.0 < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let name = format!("grpo-fast-sandbox-uid-{uid}");
+            // SAFETY: a zeroed sockaddr_un is valid; the name fits (< 108 bytes).
+            let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+            addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+            for (i, b) in name.bytes().enumerate() {
+                addr.sun_path[i + 1] = b as libc::c_char; // sun_path[0] = 0: abstract
+            }
+            let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+            // SAFETY: `addr` outlives the call; `len` covers the family and the name.
+            let bound = unsafe {
+                libc::bind(
+                    fd.0,
+                    std::ptr::addr_of!(addr).cast(),
+                    len as libc::socklen_t,
+                )
+            };
+            if bound == 0 {
+                return Ok(UidLease { uid, _held: fd });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EADDRINUSE) {
+                return Err(e);
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "{UID_TRIES} sandbox uids tried, each in use by another run"
+        )))
     }
 }
 

@@ -149,3 +149,40 @@ fn bad_jobs_are_errors_not_panics() {
         out.ending
     );
 }
+
+#[test]
+fn a_sandbox_uid_held_by_another_run_is_never_taken() {
+    // Leases held at once are distinct.
+    let held: Vec<UidLease> = (0..64).map(|_| UidLease::take().unwrap()).collect();
+    let mut uids: Vec<u32> = held.iter().map(|l| l.uid).collect();
+    uids.sort_unstable();
+    uids.dedup();
+    assert_eq!(uids.len(), held.len());
+    // Another process's lease is a bound name: bind the next candidates' names
+    // here, as such a process would, and the next lease passes over them.
+    let me = unsafe { libc::getpid() } as u32;
+    let start = me.wrapping_mul(40_503) % SANDBOX_UID_SPAN;
+    let next = NEXT_UID.load(Ordering::Relaxed);
+    let blocked: Vec<u32> = (0..200)
+        .map(|k| SANDBOX_UID_BASE + start.wrapping_add(next + k) % SANDBOX_UID_SPAN)
+        .collect();
+    let names: Vec<std::os::unix::net::UnixListener> = blocked
+        .iter()
+        .map(|uid| {
+            use std::os::linux::net::SocketAddrExt;
+            let name = format!("grpo-fast-sandbox-uid-{uid}");
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).unwrap();
+            std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+        })
+        .collect();
+    let lease = UidLease::take().unwrap();
+    assert!(!blocked.contains(&lease.uid), "{} was in use", lease.uid);
+    // Released when its holder drops it: the name can be bound again.
+    let uid = lease.uid;
+    drop(lease);
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("grpo-fast-sandbox-uid-{uid}");
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).unwrap();
+    assert!(std::os::unix::net::UnixListener::bind_addr(&addr).is_ok());
+    drop(names);
+}

@@ -166,13 +166,18 @@ fn an_expression_copied_from_the_prompt_is_no_answer() {
         "\\boxed{79+85}",
         "The answer is 79 + 85",
         "$79 + 85$",
+        // Padding that changes nothing is still the prompt's expression.
         "\\boxed{85 \\times 1 + 79}",
+        "\\boxed{85 + 79 + 0}",
+        "\\boxed{(79 + 85)}",
     ] {
-        let paid = verify_cut("164", pred, false, prompt, &o).matched;
-        // `85 \times 1 + 79` is not in the prompt: judged as before.
-        assert_eq!(paid, pred.contains("times"), "{pred}");
+        assert!(
+            !verify_cut("164", pred, false, prompt, &o).matched,
+            "{pred}"
+        );
     }
-    for pred in ["\\boxed{164}", "The answer is 164", "\\boxed{85 + 79 + 0}"] {
+    // `80 + 84` is not the prompt's: judged as before.
+    for pred in ["\\boxed{164}", "The answer is 164", "\\boxed{80 + 84}"] {
         assert!(verify_cut("164", pred, false, prompt, &o).matched, "{pred}");
     }
     // Without the prompt an expression pays where it is stated.
