@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 
 import torch
-from tiny_lm import char_tokenizer, supervised_step, tiny_model, write_jsonl
+from tiny_lm import char_tokenizer, greedy, supervised_step, tiny_model, write_jsonl
 
 DATA = Path(__file__).resolve().parent.parent / "python" / "grpo_fast" / "data"
 CHARS = list("0123456789+=,# ")
@@ -68,23 +68,9 @@ def numbers_of(prompt: str) -> list[int]:
     return [int(x) for x in prompt.rstrip("=").split("+")]
 
 
-@torch.no_grad()
-def greedy(model, tokenizer, prompts: list[str]) -> list[str]:
-    model.eval()
-    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    out = model.generate(
-        **enc,
-        max_new_tokens=MAX_NEW_TOKENS,
-        do_sample=False,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    return tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-
-
 def report(model, tokenizer, rows: list[dict]) -> dict[str, float]:
     """Final-answer accuracy, share in the format, and share of true partial sums."""
-    texts = greedy(model, tokenizer, [r["prompt"] for r in rows])
+    texts = greedy(model, tokenizer, [r["prompt"] for r in rows], MAX_NEW_TOKENS)
     right = formatted = claims = true = 0
     for text, row in zip(texts, rows, strict=True):
         m = re.search(r"#### (\d+)$", text.strip())

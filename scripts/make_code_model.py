@@ -43,7 +43,7 @@ import random
 from pathlib import Path
 
 import torch
-from tiny_lm import char_tokenizer, supervised_step, tiny_model, write_jsonl
+from tiny_lm import char_tokenizer, greedy, supervised_step, tiny_model, write_jsonl
 
 DATA = Path(__file__).resolve().parent.parent / "python" / "grpo_fast" / "data"
 HEAD = "Write a Python function f(x) that returns "
@@ -98,25 +98,11 @@ def make_task(seed: int, n_eval: int = 200) -> tuple[list[dict], list[dict]]:
     return rows[n_eval:], rows[:n_eval]
 
 
-@torch.no_grad()
-def greedy(model, tokenizer, prompts: list[str]) -> list[str]:
-    model.eval()
-    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    out = model.generate(
-        **enc,
-        max_new_tokens=MAX_NEW_TOKENS,
-        do_sample=False,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    return tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-
-
 def pass_rate(model, tokenizer, rows: list[dict]) -> float:
     """The share of greedy completions that pass every test of their row (the sandbox)."""
     from grpo_fast import verify_code_batch
 
-    texts = greedy(model, tokenizer, [r["prompt"] for r in rows])
+    texts = greedy(model, tokenizer, [r["prompt"] for r in rows], MAX_NEW_TOKENS)
     verdicts = verify_code_batch(texts, [r["answer"] for r in rows])
     return sum(v.ok for v in verdicts) / len(rows)
 

@@ -103,3 +103,18 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     """``rows`` as JSON lines (a task's train or eval split)."""
     with open(path, "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+@torch.no_grad()
+def greedy(model, tokenizer, prompts: list[str], max_new_tokens: int) -> list[str]:
+    """Greedy completions of ``prompts`` (left-padded batch), special tokens dropped."""
+    model.eval()
+    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    out = model.generate(
+        **enc,
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    return tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
