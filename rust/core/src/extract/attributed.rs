@@ -246,12 +246,15 @@ const PAIRS: &[(&str, &str)] = &[
 /// write`, `That said`, `Having said`.
 const OWN: &[&str] = &["i", "we", "that", "having"];
 
-/// Every cue word of the lists above as a set of (first letter, length)
-/// keys: most words of prose are in no list and are passed over after one
-/// lookup instead of a comparison with each cue (the box at the end of a
-/// long completion reads up to [`MAX_CLAUSE`] bytes of words).
-const FILTER: [u64; 7] = {
-    let mut f = [0u64; 7];
+/// Every cue word of the lists above as a set of hashed keys (a Bloom-style
+/// filter of one hash): most words of prose are in no list and are passed
+/// over after one lookup instead of a comparison with each cue (the box at
+/// the end of a long completion reads up to [`MAX_CLAUSE`] bytes of words).
+/// With about 300 cue words in [`FILTER_BITS`] bits, few other words share a
+/// cue's bit (a key of first letter and length let most short words of
+/// English through to the lists).
+const FILTER: [u64; FILTER_BITS / 64] = {
+    let mut f = [0u64; FILTER_BITS / 64];
     let lists: [&[&str]; 11] = [
         BREAKS,
         GRADERS,
@@ -283,27 +286,57 @@ const FILTER: [u64; 7] = {
     f
 };
 
-/// `word`'s bit in [`FILTER`]: its first letter and its length up to 15;
-/// none for a word that does not start with a letter.
+/// The size of [`FILTER`] in bits.
+const FILTER_BITS: usize = 4096;
+
+/// `word`'s bit in [`FILTER`]: an FNV-1a hash of its ASCII-lowercased bytes;
+/// none for an empty word.
 const fn key(word: &str) -> Option<usize> {
     let b = word.as_bytes();
-    if b.is_empty() || !b[0].is_ascii_alphabetic() {
+    if b.is_empty() {
         return None;
     }
-    let len = if b.len() < 15 { b.len() } else { 15 };
-    Some((b[0].to_ascii_lowercase() - b'a') as usize * 16 + len)
+    let mut h: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < b.len() {
+        h ^= b[i].to_ascii_lowercase() as u32;
+        h = h.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    Some((h as usize) % FILTER_BITS)
 }
 
-const fn with_key(mut f: [u64; 7], cue: &str) -> [u64; 7] {
+const fn with_key(mut f: [u64; FILTER_BITS / 64], cue: &str) -> [u64; FILTER_BITS / 64] {
     if let Some(k) = key(cue) {
         f[k / 64] |= 1 << (k % 64);
     }
     f
 }
 
+/// The first words of [`PAIRS`], as [`FILTER`]: a cue word of another list
+/// (`so`, `that`) is not compared with every pair.
+const PAIR_FILTER: [u64; FILTER_BITS / 64] = {
+    let mut f = [0u64; FILTER_BITS / 64];
+    let mut i = 0;
+    while i < PAIRS.len() {
+        f = with_key(f, PAIRS[i].0);
+        i += 1;
+    }
+    f
+};
+
 /// Whether `word` may be a cue word (no word of any list is missed).
 fn maybe_cue(word: &str) -> bool {
-    key(word).is_some_and(|k| FILTER[k / 64] & (1 << (k % 64)) != 0)
+    in_filter(&FILTER, word)
+}
+
+/// Whether `word` may start one of [`PAIRS`] (none is missed).
+fn maybe_pair(word: &str) -> bool {
+    in_filter(&PAIR_FILTER, word)
+}
+
+fn in_filter(filter: &[u64; FILTER_BITS / 64], word: &str) -> bool {
+    key(word).is_some_and(|k| filter[k / 64] & (1 << (k % 64)) != 0)
 }
 
 /// Whether the value `text[at..end]` stands in a clause attributed to an
@@ -344,7 +377,7 @@ pub(super) fn attributed(text: &str, at: usize, end: usize) -> bool {
                 && !own
                 && ends_sentence
                 && words[..k].iter().any(|p| any(p, PEOPLE)))
-            || (maybe_cue(w) && PAIRS.iter().any(|(a, b)| is(w, a) && is(next, b)))
+            || (maybe_pair(w) && PAIRS.iter().any(|(a, b)| is(w, a) && is(next, b)))
             || any(w, GRADERS)
             || (any(w, INSTRUCT) && is(next, "your"))
             || (is(w, "according")

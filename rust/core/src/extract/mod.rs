@@ -413,6 +413,15 @@ pub fn whole_quantity(text: &str) -> Option<(i128, i128)> {
     if !t.bytes().next()?.is_ascii_digit() {
         return None;
     }
+    // Every unit has a letter, a quote mark or a non-ASCII sign (`″`, `¢`,
+    // `°`), and a quantity of two parts has at least one unit (a dollar
+    // sign before the first number is a unit only with one after it).
+    if !t
+        .bytes()
+        .any(|c| c.is_ascii_alphabetic() || matches!(c, b'"' | b'\'' | 0x80..))
+    {
+        return None;
+    }
     let (s, e, q) = quantity::compound_around(text, at, at + 1)?;
     (s == at && e == at + t.len())
         .then_some(q.in_first)

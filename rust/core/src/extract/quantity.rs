@@ -229,9 +229,7 @@ fn after_last_other_word(b: &[u8], from: usize, start: usize) -> usize {
         let held = ["and", "text", "mathrm", "textrm", "mbox", "circ"]
             .iter()
             .any(|m| m.eq_ignore_ascii_case(w))
-            || UNITS
-                .iter()
-                .any(|(names, _, _)| names.iter().any(|n| n.eq_ignore_ascii_case(w)))
+            || units_named(w).is_some()
             || super::words::number_word(w).is_some();
         if !held {
             return end;
@@ -509,12 +507,39 @@ fn unit_at(text: &str, k: usize, to: usize) -> Option<(Vec<(Kind, i128)>, usize)
     if w.eq_ignore_ascii_case("in") && before_word {
         return None;
     }
-    let units: Vec<(Kind, i128)> = UNITS
-        .iter()
-        .filter(|(names, _, _)| names.iter().any(|n| n.eq_ignore_ascii_case(w)))
-        .map(|&(_, kind, size)| (kind, size))
-        .collect();
-    (!units.is_empty()).then_some((units, k + len))
+    units_named(w).map(|units| (units.to_vec(), k + len))
+}
+
+/// The longest unit name in [`UNITS`] (bytes).
+const MAX_UNIT_NAME: usize = 12;
+
+/// The units a word names (compared without ASCII case), in [`UNITS`]'
+/// order; `None` when it names none. One table lookup: the word before every
+/// number of a long completion's answer line is looked up.
+fn units_named(w: &str) -> Option<&'static [(Kind, i128)]> {
+    type Table = hashbrown::HashMap<Box<[u8]>, Vec<(Kind, i128)>, foldhash::fast::FixedState>;
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    if w.is_empty() || w.len() > MAX_UNIT_NAME {
+        return None;
+    }
+    let table = TABLE.get_or_init(|| {
+        let mut t = Table::default();
+        for &(names, kind, size) in UNITS {
+            for n in names {
+                let key = n.as_bytes().to_ascii_lowercase().into_boxed_slice();
+                let units = t.entry(key).or_default();
+                if !units.contains(&(kind, size)) {
+                    units.push((kind, size));
+                }
+            }
+        }
+        t
+    });
+    let mut buf = [0u8; MAX_UNIT_NAME];
+    let key = &mut buf[..w.len()];
+    key.copy_from_slice(w.as_bytes());
+    key.make_ascii_lowercase();
+    table.get(&*key).map(Vec::as_slice)
 }
 
 /// After a part: spaces, a comma or `and` before the next number; the
@@ -566,6 +591,49 @@ fn skip_prefix_markup(t: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The units a word names by a scan of [`UNITS`] (the table's reference).
+    fn scanned(w: &str) -> Vec<(Kind, i128)> {
+        UNITS
+            .iter()
+            .filter(|(names, _, _)| names.iter().any(|n| n.eq_ignore_ascii_case(w)))
+            .map(|&(_, kind, size)| (kind, size))
+            .collect()
+    }
+
+    #[test]
+    fn the_unit_table_names_what_a_scan_of_the_units_names() {
+        let mut words: Vec<String> = UNITS
+            .iter()
+            .flat_map(|(names, _, _)| names.iter())
+            .flat_map(|n| {
+                [
+                    n.to_string(),
+                    n.to_uppercase(),
+                    format!("{n}x"),
+                    format!("x{n}"),
+                ]
+            })
+            .collect();
+        words.extend(
+            [
+                "",
+                "is",
+                "the",
+                "and",
+                "M",
+                "Min",
+                "SECONDS",
+                "inn",
+                "millimetresx",
+            ]
+            .map(String::from),
+        );
+        for w in &words {
+            let got = units_named(w).map(<[_]>::to_vec).unwrap_or_default();
+            assert_eq!(got, scanned(w), "{w:?}");
+        }
+    }
 
     fn q(text: &str) -> Option<Quantity> {
         let k = text.find(|c: char| c.is_ascii_digit()).unwrap_or(0);

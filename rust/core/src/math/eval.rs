@@ -333,7 +333,7 @@ impl<'a> Evaluator<'a> {
             (V::Q(a), V::Q(b)) => {
                 self.precharge(&a, &b)?;
                 if a.im.is_zero() && b.im.is_zero() {
-                    return self.real(a.re + b.re);
+                    return self.real(super::ratio::add(&a.re, &b.re));
                 }
                 self.cq(a.re + b.re, a.im + b.im)?
             }
@@ -370,7 +370,7 @@ impl<'a> Evaluator<'a> {
             (V::Q(a), V::Q(b)) => {
                 self.precharge(&a, &b)?;
                 if a.im.is_zero() && b.im.is_zero() {
-                    return self.real(a.re * b.re);
+                    return self.real(super::ratio::mul(&a.re, &b.re));
                 }
                 let re = &a.re * &b.re - &a.im * &b.im;
                 let im = &a.re * &b.im + &a.im * &b.re;
@@ -398,7 +398,7 @@ impl<'a> Evaluator<'a> {
                     if b.re.is_zero() {
                         return Ok(V::Undefined);
                     }
-                    return self.real(a.re / b.re);
+                    return self.real(super::ratio::div(&a.re, &b.re));
                 }
                 let d = &b.re * &b.re + &b.im * &b.im;
                 if d.is_zero() {
@@ -745,7 +745,7 @@ fn exact_root(r: &BigRational, k: u32) -> Option<BigRational> {
     if num_traits::pow(n.clone(), k as usize) == *r.numer()
         && num_traits::pow(d.clone(), k as usize) == *r.denom()
     {
-        Some(BigRational::new(n, d))
+        Some(super::ratio::new(n, d))
     } else {
         None
     }

@@ -1085,11 +1085,14 @@ impl<'a> Lexer<'a> {
         let digits = int.clone();
         let ten = BigInt::from(10u32);
         let int_v: BigInt = small_or_big(&int);
-        let mut value = BigRational::from_integer(int_v);
-        if !frac.is_empty() {
+        let mut value = if frac.is_empty() {
+            BigRational::from_integer(int_v)
+        } else {
+            // int + frac / 10^k as one fraction, reduced once.
+            let scale = num_traits::pow(ten.clone(), frac.len());
             let f: BigInt = small_or_big(&frac);
-            value += BigRational::new(f, num_traits::pow(ten.clone(), frac.len()));
-        }
+            super::ratio::new(int_v * &scale + f, scale)
+        };
         if !repeat.is_empty() {
             let r: BigInt = repeat.parse().unwrap_or_default();
             let den = (num_traits::pow(ten.clone(), repeat.len()) - BigInt::one())

@@ -22,6 +22,7 @@ mod lexer;
 mod parser;
 mod poly;
 mod quick;
+mod ratio;
 mod real;
 mod snap;
 mod unicode;
