@@ -255,24 +255,11 @@ const OWN: &[&str] = &["i", "we", "that", "having"];
 /// English through to the lists).
 const FILTER: [u64; FILTER_BITS / 64] = {
     let mut f = [0u64; FILTER_BITS / 64];
-    let lists: [&[&str]; 11] = [
-        BREAKS,
-        GRADERS,
-        SOURCES,
-        INSTRUCT,
-        EXAMPLES,
-        NOT_OURS,
-        OF_ANSWERS,
-        REPORTING,
-        REPORTING_LAST,
-        PEOPLE,
-        OWN,
-    ];
     let mut l = 0;
-    while l < lists.len() {
+    while l < LISTS.len() {
         let mut i = 0;
-        while i < lists[l].len() {
-            f = with_key(f, lists[l][i]);
+        while i < LISTS[l].len() {
+            f = with_key(f, LISTS[l][i]);
             i += 1;
         }
         l += 1;
@@ -339,52 +326,124 @@ fn in_filter(filter: &[u64; FILTER_BITS / 64], word: &str) -> bool {
     key(word).is_some_and(|k| filter[k / 64] & (1 << (k % 64)) != 0)
 }
 
+/// The lists a cue word is in, one bit each (see [`cues_of`]).
+const LISTS: [&[&str]; 11] = [
+    BREAKS,
+    GRADERS,
+    SOURCES,
+    INSTRUCT,
+    EXAMPLES,
+    NOT_OURS,
+    OF_ANSWERS,
+    REPORTING,
+    REPORTING_LAST,
+    PEOPLE,
+    OWN,
+];
+const IN_BREAKS: u16 = 1 << 0;
+const IN_GRADERS: u16 = 1 << 1;
+const IN_SOURCES: u16 = 1 << 2;
+const IN_INSTRUCT: u16 = 1 << 3;
+const IN_EXAMPLES: u16 = 1 << 4;
+const IN_NOT_OURS: u16 = 1 << 5;
+const IN_OF_ANSWERS: u16 = 1 << 6;
+const IN_REPORTING: u16 = 1 << 7;
+const IN_REPORTING_LAST: u16 = 1 << 8;
+const IN_PEOPLE: u16 = 1 << 9;
+const IN_OWN: u16 = 1 << 10;
+
+/// The lists of [`LISTS`] that hold `word` (without ASCII case), as bits:
+/// one hash for a word of prose, one table lookup for a cue word.
+fn cues_of(word: &str) -> u16 {
+    type Table = hashbrown::HashMap<Box<[u8]>, u16, foldhash::fast::FixedState>;
+    static TABLE: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    if word.len() > MAX_CUE || !maybe_cue(word) {
+        return 0;
+    }
+    let table = TABLE.get_or_init(|| {
+        let mut t = Table::default();
+        for (i, list) in LISTS.iter().enumerate() {
+            for cue in *list {
+                let key = cue.as_bytes().to_ascii_lowercase().into_boxed_slice();
+                *t.entry(key).or_default() |= 1 << i;
+            }
+        }
+        t
+    });
+    let mut buf = [0u8; MAX_CUE];
+    let key = &mut buf[..word.len()];
+    key.copy_from_slice(word.as_bytes());
+    key.make_ascii_lowercase();
+    table.get(&*key).copied().unwrap_or(0)
+}
+
+/// The longest word of [`LISTS`] (bytes).
+const MAX_CUE: usize = {
+    let mut max = 0;
+    let mut l = 0;
+    while l < LISTS.len() {
+        let mut i = 0;
+        while i < LISTS[l].len() {
+            if LISTS[l][i].len() > max {
+                max = LISTS[l][i].len();
+            }
+            i += 1;
+        }
+        l += 1;
+    }
+    max
+};
+
 /// Whether the value `text[at..end]` stands in a clause attributed to an
 /// example, a template, a wrong answer or someone else.
 pub(super) fn attributed(text: &str, at: usize, end: usize) -> bool {
     let clause = clause_before(text, at);
-    let words: Vec<&str> = clause
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
     let is = |w: &str, cue: &str| w.eq_ignore_ascii_case(cue);
-    let any = |w: &str, cues: &[&str]| maybe_cue(w) && cues.iter().any(|c| is(w, c));
-    // The last break word starts the clause that governs the value (`as
-    // correct`, `as true` are a grader's words, no break).
-    let from = (0..words.len())
-        .rposition(|k| any(words[k], BREAKS) && !(k > 0 && is(words[k - 1], "as")))
-        .map_or(0, |k| k + 1);
-    let words = &words[from..];
+    // The words after the last break word, which starts the clause that
+    // governs the value (`as correct`, `as true` are a grader's words, no
+    // break), read from the value back; each word's lists looked up once.
+    let mut words: Vec<&str> = Vec::new();
+    let mut cues: Vec<u16> = Vec::new();
+    let mut back = clause
+        .rsplit(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .peekable();
+    while let Some(w) = back.next() {
+        let c = cues_of(w);
+        if c & IN_BREAKS != 0 && !back.peek().is_some_and(|p| is(p, "as")) {
+            break;
+        }
+        words.push(w);
+        cues.push(c);
+    }
+    words.reverse();
+    cues.reverse();
     let ends_sentence = text[end.min(text.len())..]
         .trim_start_matches(['}', '$', '*', '"', '\'', ')', ' '])
         .chars()
         .next()
         .is_none_or(|c| matches!(c, '.' | '!' | '\n' | ',' | ';'));
     // `Example: 9`, `**Example:** the answer is 8.`, `beispielsweise 7`.
-    if words.last().is_some_and(|w| any(w, EXAMPLES))
-        || words.first().is_some_and(|w| any(w, EXAMPLES))
+    if cues.last().is_some_and(|c| c & IN_EXAMPLES != 0)
+        || cues.first().is_some_and(|c| c & IN_EXAMPLES != 0)
         || quoted_then_reported(text, clause, at)
     {
         return true;
     }
+    let cue = |k: usize, list: u16| cues.get(k).is_some_and(|c| c & list != 0);
     words.iter().enumerate().any(|(k, w)| {
-        let before = if k > 0 { words[k - 1] } else { "" };
-        let own = any(before, OWN);
+        let own = k > 0 && cue(k - 1, IN_OWN);
         let next = words.get(k + 1).copied().unwrap_or("");
-        (any(w, NOT_OURS) && any(next, OF_ANSWERS))
-            || (any(w, REPORTING) && !own)
-            || (any(w, REPORTING_LAST)
+        (cue(k, IN_NOT_OURS) && cue(k + 1, IN_OF_ANSWERS))
+            || (cue(k, IN_REPORTING) && !own)
+            || (cue(k, IN_REPORTING_LAST)
                 && !own
                 && ends_sentence
-                && words[..k].iter().any(|p| any(p, PEOPLE)))
+                && cues[..k].iter().any(|c| c & IN_PEOPLE != 0))
             || (maybe_pair(w) && PAIRS.iter().any(|(a, b)| is(w, a) && is(next, b)))
-            || any(w, GRADERS)
-            || (any(w, INSTRUCT) && is(next, "your"))
-            || (is(w, "according")
-                && is(next, "to")
-                && words
-                    .get(k + 2)
-                    .is_some_and(|p| any(p, SOURCES) || any(p, PEOPLE)))
+            || cue(k, IN_GRADERS)
+            || (cue(k, IN_INSTRUCT) && is(next, "your"))
+            || (is(w, "according") && is(next, "to") && cue(k + 2, IN_SOURCES | IN_PEOPLE))
     })
 }
 
