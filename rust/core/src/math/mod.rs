@@ -24,6 +24,7 @@ mod poly;
 mod quick;
 mod ratio;
 mod real;
+mod short;
 mod snap;
 mod unicode;
 
@@ -196,6 +197,16 @@ impl Value {
 
 /// Parse one answer (already extracted from its completion).
 pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
+    // A whole number or a fraction of two needs none of the general path.
+    if let Some(node) = short::parse(s, &opts.limits) {
+        return Ok(Value::of(node));
+    }
+    parse_general(s, opts)
+}
+
+/// [`parse`] by the general path: normalise, the prose and quantity
+/// checks, the lexer, the parser, the lowering.
+fn parse_general(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
     let limits = &opts.limits;
     if s.len() > limits.max_len {
         return Err(Rejection::OverBudget(format!(
