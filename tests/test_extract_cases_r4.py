@@ -131,6 +131,20 @@ CASES = [
     ("5", "The answer is 5, and for odd n it is 6."),
     ("5", "The answer is 5. For odd n, it is 6."),
     ("5", r"\boxed{5}. When n is odd the formula gives 6."),
+    # Answers stated case by case, the last paid before: each statement has
+    # its condition (or an ordinal case, `otherwise`) and another value.
+    ("6", "For even n the answer is 5. For odd n the answer is 6."),
+    ("6", "For even n the answer is 5; for odd n the answer is 6."),
+    ("6", "If n is even, the answer is 5. If n is odd, the answer is 6."),
+    ("6", "When n is even the answer is 5.\nWhen n is odd the answer is 6."),
+    ("6", "In the first case the answer is 5. In the second case the answer is 6."),
+    ("6", "Case 1: the answer is 5. Case 2: the answer is 6."),
+    ("6", "If x > 0 then the answer is 5, otherwise the answer is 6."),
+    ("6", "For n = 1 the answer is 5 and for n = 2 the answer is 6."),
+    ("6", "If the triangle is acute, the answer is 5. If it is obtuse, the answer is 6."),
+    ("6", "If n is even: Answer: 5\nIf n is odd: Answer: 6"),
+    ("6", "When x is negative the final answer is 5. When x is positive the final answer is 6."),
+    ("6", "The answer is 5 when k is even. Otherwise, the answer is 6."),
 ]
 
 # Items with a total, steps ending in a result, and cases that agree pay.
@@ -146,6 +160,16 @@ NOT_CASES = [
     ("5", "The answer is 5. For odd n, it is also 5."),
     ("5", r"\boxed{5}. If x is negative, |x| = -x."),
     ("5", "The answer is 5 because if n is even then 10/2 = 5."),
+    # One conditional answer, a condition that is a fact, an earlier answer
+    # taken back or questioned, or the same value in each case.
+    ("6", "For n = 3, the answer is 6."),
+    ("6", "Since n is odd, the answer is 6."),
+    ("6", "If we add 2 and 4, the answer is 6."),
+    ("6", "We try n = 2: the answer is not 5. For n = 3 the answer is 6."),
+    ("6", "The answer is 5? No wait. For the given n = 3, the answer is 6."),
+    ("6", "At first I thought the answer is 5. Checking again with x = 2, the answer is 6."),
+    ("6", "For even n the answer is 6. For odd n the answer is 6."),
+    ("6", "Suppose the answer is 5. Then 5 + 1 = 6, contradiction. So the answer is 6."),
 ]
 
 NOT_PAID = TAKEN_BACK + HIDDEN + CASES

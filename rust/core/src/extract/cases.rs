@@ -5,7 +5,10 @@
 //! items ending in a total, and numbered steps ending in a result, are no
 //! case split: their last line states no condition.
 
+use super::clause::sentence_around;
 use super::fallback::last_number;
+use super::markers::marker_value;
+use super::tokens::{Tok, Tokens};
 
 /// Whether the value starting at `at` ends a case split: it sits in a table
 /// row or list item whose words before it state a condition, and the row or
@@ -38,6 +41,153 @@ pub(super) fn ends_case_split(text: &str, at: usize, value: &str) -> bool {
         return line_kind(prev) == Some(kind) && conditional(label) && v.trim() != value.trim();
     }
     false
+}
+
+/// How far before an answer statement the one before it may end to be
+/// read as another case of the same split.
+const CASE_REACH: usize = 400;
+
+/// Whether the answer stated by the marker whose value starts at `end`
+/// (`the answer is`, `Answer:`) is one case of several in prose: another
+/// answer statement ends shortly before it with another value, nothing
+/// between them takes that one back (`not`, `wait`, `?`, ...), and its own
+/// lead states a case (`For odd n the answer is 6`, `If x < 0, ...`,
+/// `Otherwise, ...`, `In the second case, ...`) or both leads state a
+/// condition (`If the triangle is acute, the answer is 5. If it is obtuse,
+/// the answer is 6.`). `statements`: the completion's answer markers as
+/// (start, end), in order.
+pub(super) fn answers_another_case(
+    text: &str,
+    statements: &[(usize, usize)],
+    end: usize,
+    value: &str,
+) -> bool {
+    let Some(i) = statements.iter().rposition(|s| s.1 == end) else {
+        return false;
+    };
+    let Some(&(prev_start, prev)) = i.checked_sub(1).and_then(|k| statements.get(k)) else {
+        return false;
+    };
+    let start = statements[i].0;
+    if prev > start || start - prev > CASE_REACH {
+        return false;
+    }
+    let Some(before) = marker_value(text, prev) else {
+        return false;
+    };
+    if first_value(before.value) == first_value(value) {
+        return false; // the same answer stated again
+    }
+    if takes_back(&text[prev..start]) {
+        return false; // `the answer is not 5`, `5? No wait.`
+    }
+    // Each lead: from its sentence's start, or from the statement before
+    // when that is in the same sentence (`For n = 1 the answer is 5 and
+    // for n = 2 the answer is 6`).
+    let (sentence, _) = sentence_around(text, start, start);
+    let lead = &text[sentence.max(prev)..start];
+    let (prev_sentence, _) = sentence_around(text, prev_start, prev_start);
+    let prev_lead = &text[prev_sentence..prev_start];
+    states_a_case(lead) || (has_condition(lead) && has_condition(prev_lead))
+}
+
+/// Whether the text between two answer statements takes the first back or
+/// questions it: a question mark, a negation or a correction word.
+fn takes_back(between: &str) -> bool {
+    between.contains('?')
+        || between.split(|c: char| !c.is_ascii_alphabetic()).any(|w| {
+            [
+                "not",
+                "no",
+                "wait",
+                "actually",
+                "wrong",
+                "mistake",
+                "incorrect",
+                "oops",
+                "sorry",
+                "correction",
+                "recheck",
+                "scratch",
+                "disregard",
+            ]
+            .iter()
+            .any(|c| w.eq_ignore_ascii_case(c))
+        })
+}
+
+/// Words that open a condition.
+const CONDITIONS: [&str; 8] = [
+    "if", "for", "when", "whenever", "unless", "assuming", "suppose", "given",
+];
+
+fn has_condition(lead: &str) -> bool {
+    lead.split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| CONDITIONS.iter().any(|c| w.eq_ignore_ascii_case(c)))
+}
+
+/// The first value of a marker's text (`5` of `5 and for n = 2 ...`).
+fn first_value(v: &str) -> &str {
+    Tokens::new(v)
+        .find_map(|t| match t {
+            Tok::Value { span, .. } | Tok::Math(span) => Some(&v[span.0..span.1]),
+            _ => None,
+        })
+        .unwrap_or(v)
+        .trim()
+}
+
+/// Whether the words before an answer statement name one case of several:
+/// `otherwise`, `else`; an ordinal or numbered case (`in the second case`,
+/// `Case 2:`); or a condition word (`if`, `for`, `when`, `unless`,
+/// `assuming`, `suppose`, `given`) followed by a case word (`odd`, `even`,
+/// `negative`, `positive`, `zero`, `prime`, ...) or a relation (`n = 1`,
+/// `x > 0`, `\le`). `Since n is odd` states a fact, no case.
+fn states_a_case(lead: &str) -> bool {
+    let words: Vec<&str> = lead
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is = |w: &str, list: &[&str]| list.iter().any(|c| w.eq_ignore_ascii_case(c));
+    if words.iter().any(|w| is(w, &["otherwise", "else"])) {
+        return true;
+    }
+    const ORDINALS: [&str; 8] = [
+        "first", "second", "third", "fourth", "last", "other", "former", "latter",
+    ];
+    for (k, w) in words.iter().enumerate() {
+        if is(w, &["case"]) {
+            let after = &lead[w.as_ptr() as usize - lead.as_ptr() as usize + w.len()..];
+            let numbered = after
+                .trim_start()
+                .starts_with(|c: char| c.is_ascii_digit() || matches!(c, 'I' | 'V' | 'X'));
+            if numbered || (k > 0 && is(words[k - 1], &ORDINALS)) {
+                return true;
+            }
+        }
+    }
+    const CASE_WORDS: [&str; 10] = [
+        "odd",
+        "even",
+        "negative",
+        "positive",
+        "nonnegative",
+        "nonpositive",
+        "zero",
+        "nonzero",
+        "prime",
+        "composite",
+    ];
+    let Some(k) = words.iter().position(|w| is(w, &CONDITIONS)) else {
+        return false;
+    };
+    let cond_at = words[k].as_ptr() as usize - lead.as_ptr() as usize;
+    let rest = &lead[cond_at..];
+    words[k + 1..].iter().any(|w| is(w, &CASE_WORDS))
+        || rest.contains(['=', '<', '>', '≤', '≥', '≠'])
+        || ["\\le", "\\ge", "\\ne", "\\lt", "\\gt"]
+            .iter()
+            .any(|c| rest.contains(c))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

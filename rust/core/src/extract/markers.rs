@@ -59,6 +59,10 @@ pub(super) struct Markers {
     /// The last closed `<answer>…</answer>` pair: (content start, content
     /// end, end of the closing tag).
     pub(super) last_tag: Option<(usize, usize, usize)>,
+    /// (start, end) of every `answer is`, `final answer is` and `answer:`
+    /// that is a marker, in order (the answers stated before the last, for
+    /// rule 12's cases); the end is where its value starts to be read.
+    pub(super) statements: Vec<(usize, usize)>,
 }
 
 impl Markers {
@@ -66,6 +70,7 @@ impl Markers {
         let mut m = Markers {
             last_end: [None; KINDS],
             last_tag: None,
+            statements: Vec::new(),
         };
         let bytes = text.as_bytes();
         // The current line: its start, and where its heading decoration
@@ -89,6 +94,7 @@ impl Markers {
                 // `Answer:` ending its line: the answer is on the next one.
                 ANSWER_COLON | BOLD_COLON | ANS_COLON => {
                     let at = heading_answer(bytes, hit.end()).unwrap_or(hit.end());
+                    m.statements.push((hit.start(), at));
                     m.last_end[ANSWER_COLON] = Some(at);
                 }
                 HEADING => {
@@ -105,7 +111,12 @@ impl Markers {
                         }
                     }
                 }
-                _ => m.last_end[id] = Some(hit.end()),
+                _ => {
+                    if matches!(id, FINAL_ANSWER | ANSWER_IS) {
+                        m.statements.push((hit.start(), hit.end()));
+                    }
+                    m.last_end[id] = Some(hit.end());
+                }
             }
         }
         m

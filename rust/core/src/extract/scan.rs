@@ -1,7 +1,7 @@
 //! What the rules read of one text, and the rules in priority order.
 
 use super::attributed::attributed;
-use super::cases::ends_case_split;
+use super::cases::{answers_another_case, ends_case_split};
 use super::clause::{clause_before, expression_around, sentence_around};
 use super::fallback::{
     last_bold, last_choice, last_math_span, last_number, looks_like_an_answer, tail_start,
@@ -168,6 +168,15 @@ impl<'a> Scan<'a> {
                 e.hedge = Some(h);
                 return Some(e);
             }
+        }
+        // `For even n the answer is 5; for odd n the answer is 6.`: the last
+        // of answers stated case by case is one case (rule 12).
+        if matches!(id, ANSWER_IS | FINAL_ANSWER | ANSWER_COLON)
+            && e.hedge.is_none()
+            && answers_another_case(self.text, &self.markers().statements, marker_end, mv.value)
+        {
+            e.hedge = Some(Hedge::Cases);
+            return Some(e);
         }
         if reading.overflow {
             e.hedge = Some(Hedge::Proposed);
