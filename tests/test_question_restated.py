@@ -29,6 +29,11 @@ RESTATED = [
     ("20", r"Dividing 100 \div 5 means splitting 100 into five groups."),
     ("35", "The problem asks what is 5 × 7 and we should explain it."),
     ("164", "**79 + 85** is what we are asked to compute, so let's think."),
+    # At the end of the text, touched by a word of the task.
+    ("164", "What is 79 + 85? Let's compute 79 + 85."),
+    ("156", r"We need 12 \times 13."),
+    ("56", "Next, calculate $7 \\cdot 8$."),
+    ("21", "Now we evaluate 3*7"),
 ]
 
 # (gold, completion): stated results, which keep paying.
@@ -43,6 +48,8 @@ STATED = [
     # An expression where a result stands is a (unevaluated) answer.
     ("164", "So the total is 79 + 85."),
     ("164", "Adding them gives 79 + 85"),
+    ("164", "We compute 79 + 85 = 164."),
+    ("164", "Adding, we find 164."),
     # Must be paid: approval of a stated answer is no doubt about it.
     ("3", "The answer is 3. I think that's the answer."),
     ("3", "3. I think that's the answer."),

@@ -167,6 +167,8 @@ const PEOPLE: &[&str] = &[
 const GRADERS: &[&str] = &[
     "grader",
     "graders",
+    "grading",
+    "scorer",
     "checker",
     "autograder",
     "verifier",

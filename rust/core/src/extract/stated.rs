@@ -151,18 +151,49 @@ pub(crate) fn is_arithmetic(part: &str) -> bool {
     operators >= 1 && operands >= 2
 }
 
+/// Words of the task that touch an expression at the end of a text: it is
+/// what is to be done, not what came out (`Let's compute 79 + 85.`, `We
+/// need 12 \times 13.`).
+const TASK_WORDS: [&str; 20] = [
+    "compute",
+    "calculate",
+    "evaluate",
+    "find",
+    "determine",
+    "need",
+    "needs",
+    "want",
+    "wants",
+    "solve",
+    "simplify",
+    "add",
+    "multiply",
+    "subtract",
+    "divide",
+    "computing",
+    "calculating",
+    "evaluating",
+    "finding",
+    "consider",
+];
+
 /// Whether the value at `text[start..end]` stands where a result is stated:
-/// nothing but closing decoration and punctuation after it, or a word that
-/// states a result right before it (not in a question: `what is 79 + 85`).
+/// nothing but closing decoration and punctuation after it (unless a word of
+/// the task touches it: `Let's compute 79 + 85.`), or a word that states a
+/// result right before it (not in a question: `what is 79 + 85`).
 pub(crate) fn is_stated(text: &str, start: usize, end: usize) -> bool {
     let after = text[end..].trim_start_matches(|c: char| {
         c.is_whitespace() || matches!(c, '$' | '*' | '.' | '!' | ')' | ']' | '\\')
     });
-    if after.is_empty() {
-        return true;
-    }
     let before = text[..start]
         .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '$' | '*' | '(' | '[' | '\\'));
+    if after.is_empty() {
+        let task = before
+            .rsplit(|c: char| !c.is_alphabetic())
+            .next()
+            .is_some_and(|w| TASK_WORDS.iter().any(|t| w.eq_ignore_ascii_case(t)));
+        return !task;
+    }
     if before.ends_with(['=', ':']) || before.ends_with('≈') {
         return true;
     }
@@ -400,7 +431,11 @@ mod tests {
 
     #[test]
     fn a_result_ends_the_text_or_follows_a_result_word() {
-        assert!(stated("So we compute 79 + 85", "79 + 85"));
+        // At the end of the text a word of the task touching it makes it the
+        // task, not its result.
+        assert!(!stated("So we compute 79 + 85", "79 + 85"));
+        assert!(!stated("We need 12 \\times 13.", "12 \\times 13"));
+        assert!(stated("So we have 79 + 85", "79 + 85"));
         assert!(stated("The total is 79 + 85 apples.", "79 + 85"));
         assert!(stated("The value: $2^{10}$.", "2^{10}"));
         assert!(stated("Adding them gives 3 \\times 4 here", "3 \\times 4"));
