@@ -145,6 +145,10 @@ CASES = [
     ("6", "If n is even: Answer: 5\nIf n is odd: Answer: 6"),
     ("6", "When x is negative the final answer is 5. When x is positive the final answer is 6."),
     ("6", "The answer is 5 when k is even. Otherwise, the answer is 6."),
+    # Without a marker: values given case by case in prose.
+    ("6", "For n even: 5. For n odd: 6."),
+    ("6", "If n is even we get 5, and if n is odd we get 6."),
+    ("9", "When x is negative the result is 4. When x is positive the result is 9."),
 ]
 
 # Items with a total, steps ending in a result, and cases that agree pay.
@@ -170,6 +174,9 @@ NOT_CASES = [
     ("6", "At first I thought the answer is 5. Checking again with x = 2, the answer is 6."),
     ("6", "For even n the answer is 6. For odd n the answer is 6."),
     ("6", "Suppose the answer is 5. Then 5 + 1 = 6, contradiction. So the answer is 6."),
+    ("10", "If we add 2 and 3 we get 5, and if we double it we get 10."),
+    ("12", "For the first part we get 5. For the second part we get 12."),
+    ("12", "We have 5 apples. For n = 3 we get 12."),
 ]
 
 NOT_PAID = TAKEN_BACK + HIDDEN + CASES

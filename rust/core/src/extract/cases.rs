@@ -91,6 +91,46 @@ pub(super) fn answers_another_case(
     states_a_case(lead) || (has_condition(lead) && has_condition(prev_lead))
 }
 
+/// Whether the last value of a completion without a marker, starting at
+/// `at`, ends values given case by case in prose: its lead names a case
+/// and so does the lead of the value before it, in the same sentence
+/// (`If n is even we get 5, and if n is odd we get 6.`) or in the sentence
+/// before (`For n even: 5. For n odd: 6.`), with another value and nothing
+/// taking that one back. Stricter than [`answers_another_case`]: two
+/// conditions alone (`If we add 2 and 3 we get 5, and if we double it we
+/// get 10.`) are a derivation, not cases.
+pub(super) fn ends_prose_cases(text: &str, at: usize, value: &str) -> bool {
+    let (sentence, _) = sentence_around(text, at, at);
+    let mut floor = at.saturating_sub(CASE_REACH);
+    while !text.is_char_boundary(floor) {
+        floor += 1;
+    }
+    // The value before: in this sentence, else before it.
+    for from in [sentence.max(floor), floor] {
+        let upto = if from == floor && sentence > floor {
+            sentence
+        } else {
+            at
+        };
+        let Some((prev_end, prev)) = last_number(&text[from..upto], 0) else {
+            continue;
+        };
+        let prev_end = from + prev_end;
+        let prev_at = prev_end - prev.len();
+        let (prev_sentence, _) = sentence_around(text, prev_at, prev_at);
+        let prev_lead = &text[prev_sentence.max(from)..prev_at];
+        let lead = &text[sentence.max(prev_end)..at];
+        if prev.trim() != value.trim()
+            && !takes_back(&text[prev_end..at])
+            && states_a_case(lead)
+            && states_a_case(prev_lead)
+        {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether the text between two answer statements takes the first back or
 /// questions it: a question mark, a negation or a correction word.
 fn takes_back(between: &str) -> bool {

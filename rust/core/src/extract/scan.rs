@@ -1,7 +1,7 @@
 //! What the rules read of one text, and the rules in priority order.
 
 use super::attributed::attributed;
-use super::cases::{answers_another_case, ends_case_split};
+use super::cases::{answers_another_case, ends_case_split, ends_prose_cases};
 use super::clause::{clause_before, expression_around, sentence_around};
 use super::fallback::{
     last_bold, last_choice, last_math_span, last_number, looks_like_an_answer, tail_start,
@@ -309,6 +309,10 @@ impl<'a> Scan<'a> {
         }
         // `| n odd | 3 |` then `| n even | 4 |`: one case of several.
         if e.hedge.is_none() && ends_case_split(self.text, start, part) {
+            e.hedge = Some(Hedge::Cases);
+        }
+        // `For n even: 5. For n odd: 6.`: values given case by case in prose.
+        if e.hedge.is_none() && ends_prose_cases(self.text, start, part) {
             e.hedge = Some(Hedge::Cases);
         }
         // An operand expression with prose after it restates the question.
