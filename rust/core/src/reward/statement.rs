@@ -207,7 +207,10 @@ fn tokens(s: &str) -> Vec<Tok> {
                     } else {
                         Tok::Filler
                     };
-                    (tok, (i + 2).min(b.len()))
+                    // Past the escaped character whole (`\À` is two bytes
+                    // after the backslash).
+                    let width = s[i + 1..].chars().next().map_or(0, char::len_utf8);
+                    (tok, i + 1 + width)
                 } else {
                     let tok = match cmd {
                         "lor" | "vee" => Tok::Join {
@@ -315,6 +318,21 @@ pub fn offset_in(text: &str, part: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Found by hypothesis (tests/test_rewards.py): a backslash before a
+    // character of two or more bytes stepped into the middle of it.
+    #[test]
+    fn a_backslash_before_a_multibyte_character_is_read_past_it() {
+        for text in [
+            "0A\u{c0}\\\u{80}",
+            "\\\u{e9}",
+            "\\\u{7b54}5",
+            "C \\\u{1f600}",
+        ] {
+            let t = tokens(text);
+            assert!(!t.is_empty(), "{text:?}");
+        }
+    }
 
     /// Whether the statement hedges the letter `C` (the first standalone one
     /// after the marker `|`).
