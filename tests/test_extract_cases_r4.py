@@ -145,9 +145,13 @@ CASES = [
     ("6", "If n is even: Answer: 5\nIf n is odd: Answer: 6"),
     ("6", "When x is negative the final answer is 5. When x is positive the final answer is 6."),
     ("6", "The answer is 5 when k is even. Otherwise, the answer is 6."),
+    # A negation in the first case's clause takes nothing back.
+    ("6", "For even n the answer is 5, not 7. For odd n the answer is 6."),
+    ("6", "For even n the answer is 5, no doubt. For odd n the answer is 6."),
     # Without a marker: values given case by case in prose.
     ("6", "For n even: 5. For n odd: 6."),
     ("6", "If n is even we get 5, and if n is odd we get 6."),
+    ("6", "For n even: 5 (not 7). For n odd: 6."),
     ("9", "When x is negative the result is 4. When x is positive the result is 9."),
 ]
 

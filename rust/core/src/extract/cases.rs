@@ -75,11 +75,15 @@ pub(super) fn answers_another_case(
     let Some(before) = marker_value(text, prev) else {
         return false;
     };
-    if first_value(before.value) == first_value(value) {
+    let prev_value = first_value(before.value);
+    if prev_value == first_value(value) {
         return false; // the same answer stated again
     }
-    if takes_back(&text[prev..start]) {
-        return false; // `the answer is not 5`, `5? No wait.`
+    // `the answer is not 5`, `5? No wait.`: read from the marker, and after
+    // the value only what follows it directly or corrects it.
+    let value_end = prev_value.as_ptr() as usize - text.as_ptr() as usize + prev_value.len();
+    if value_end <= start && takes_back(&text[prev..value_end], &text[value_end..start]) {
+        return false;
     }
     // Each lead: from its sentence's start, or from the statement before
     // when that is in the same sentence (`For n = 1 the answer is 5 and
@@ -121,7 +125,7 @@ pub(super) fn ends_prose_cases(text: &str, at: usize, value: &str) -> bool {
         let prev_lead = &text[prev_sentence.max(from)..prev_at];
         let lead = &text[sentence.max(prev_end)..at];
         if prev.trim() != value.trim()
-            && !takes_back(&text[prev_end..at])
+            && !takes_back("", &text[prev_end..at])
             && states_a_case(lead)
             && states_a_case(prev_lead)
         {
@@ -131,29 +135,42 @@ pub(super) fn ends_prose_cases(text: &str, at: usize, value: &str) -> bool {
     false
 }
 
-/// Whether the text between two answer statements takes the first back or
-/// questions it: a question mark, a negation or a correction word.
-fn takes_back(between: &str) -> bool {
-    between.contains('?')
-        || between.split(|c: char| !c.is_ascii_alphabetic()).any(|w| {
-            [
-                "not",
-                "no",
-                "wait",
-                "actually",
-                "wrong",
-                "mistake",
-                "incorrect",
-                "oops",
-                "sorry",
-                "correction",
-                "recheck",
-                "scratch",
-                "disregard",
-            ]
-            .iter()
-            .any(|c| w.eq_ignore_ascii_case(c))
-        })
+/// Whether an answer statement is taken back or questioned: a negation
+/// between its marker and its value (`the answer is not 5`), or after the
+/// value a question mark, a negation opening the next sentence (`5? No
+/// wait.`, `5. No, ...`) or a correction word anywhere (`wait`, `actually`,
+/// `wrong`, ...). A negation in the value's clause or later (`5, not 7.`,
+/// `5, no doubt.`) takes nothing back.
+fn takes_back(before_value: &str, after_value: &str) -> bool {
+    fn words(t: &str) -> impl Iterator<Item = &str> {
+        t.split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|w| !w.is_empty())
+    }
+    let is = |w: &str, list: &[&str]| list.iter().any(|c| w.eq_ignore_ascii_case(c));
+    const NEGATIONS: [&str; 3] = ["not", "no", "isn"];
+    const CORRECTIONS: [&str; 11] = [
+        "wait",
+        "actually",
+        "wrong",
+        "mistake",
+        "incorrect",
+        "oops",
+        "sorry",
+        "correction",
+        "recheck",
+        "scratch",
+        "disregard",
+    ];
+    let after = after_value.trim_start_matches([' ', '$', '*', '}', ')']);
+    // A negation opening the next sentence answers the value (`5. No, ...`);
+    // one in its clause contrasts another (`5, not 7`).
+    let next_sentence = after
+        .strip_prefix(['.', '!', '\n'])
+        .is_some_and(|t| words(t).next().is_some_and(|w| is(w, &NEGATIONS)));
+    words(before_value).any(|w| is(w, &NEGATIONS))
+        || after.starts_with('?')
+        || next_sentence
+        || words(after).any(|w| is(w, &CORRECTIONS))
 }
 
 /// Words that open a condition.
