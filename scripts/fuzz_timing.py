@@ -7,7 +7,8 @@ no NUL: the text is both) and times, in the installed ``grpo_fast``, what the
 target calls: ``verify``, ``verify(..., think=False)`` when the text has a
 reasoning tag, and ``check_steps`` on the whole input. It prints the slowest
 inputs and the largest time per call (the verifier's goal: every call at most
-50 ms)::
+50 ms). Each call first evicts the verifier's memo of the last gold (a repeated
+pair is answered from it), and the slowest are timed again, best of three::
 
     python scripts/fuzz_timing.py [CORPUS_DIR ...]   # default: rust/fuzz/corpus/verify
 """
@@ -35,22 +36,46 @@ def calls(data: bytes):
     yield "check_steps", lambda: grpo_fast.check_steps([text])
 
 
+def forget() -> None:
+    """Evict the verifier's memo of the last gold (its parse and verdicts), so
+    the next call pays for everything: a repeated call on the same pair is
+    answered from it, and timing a best of several would hide the cost."""
+    grpo_fast.verify("0", "0")
+
+
 def main(dirs: list[Path]) -> None:
     grpo_fast.set_num_threads(1)
+    # Build the lazily made tables (automata, unit names) before any timing.
+    warm = "Ответ: 5 答案是 5. So $1 + 1 = 2$ and the answer is \\boxed{\\frac{3}{4}} m."
+    grpo_fast.verify("3/4", warm)
+    grpo_fast.check_steps([warm])
     timings: list[tuple[float, str, Path]] = []
     n = 0
     for d in dirs:
         for path in sorted(d.iterdir()):
             n += 1
             for name, call in calls(path.read_bytes()):
+                forget()
                 t = time.perf_counter()
                 call()
                 timings.append((time.perf_counter() - t, name, path))
     if not timings:
         sys.exit(f"no inputs in {', '.join(map(str, dirs))}")
     timings.sort(reverse=True)
-    print(f"{n:,} inputs, {len(timings):,} calls; slowest:")
-    for seconds, name, path in timings[:10]:
+    # One timing is noisy on a shared machine: the slowest 30 again, best of 3.
+    again = []
+    for _, name, path in timings[:30]:
+        call = dict(calls(path.read_bytes()))[name]
+        best = float("inf")
+        for _ in range(3):
+            forget()
+            t = time.perf_counter()
+            call()
+            best = min(best, time.perf_counter() - t)
+        again.append((best, name, path))
+    again.sort(reverse=True)
+    print(f"{n:,} inputs, {len(timings):,} calls; slowest (best of 3):")
+    for seconds, name, path in again[:10]:
         print(f"  {seconds * 1e3:8.2f} ms  {name:<20} {path.name} ({path.stat().st_size:,} bytes)")
 
 

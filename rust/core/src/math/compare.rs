@@ -71,6 +71,14 @@ impl Memo {
     }
 }
 
+/// The budgets a comparison has spent (see [`Cmp::after`]).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Spent {
+    calls: u64,
+    cheap: u64,
+    pub(crate) work: u64,
+}
+
 pub(crate) struct Cmp<'a> {
     opts: &'a CompareOptions,
     /// The gold's memo, for the comparisons of the gold itself (the root
@@ -106,6 +114,24 @@ impl<'a> Cmp<'a> {
     pub(crate) fn with_memo(mut self, memo: &'a Memo) -> Self {
         self.memo = Some(memo);
         self
+    }
+
+    /// Continue from what earlier comparisons of the same pair spent (the
+    /// forms of one answer share one budget: `super::compare`).
+    pub(crate) fn after(self, spent: Spent) -> Self {
+        self.calls.set(spent.calls);
+        self.cheap.set(spent.cheap);
+        self.work.set(spent.work);
+        self
+    }
+
+    /// What this comparison has spent so far (see [`Cmp::after`]).
+    pub(crate) fn spent(&self) -> Spent {
+        Spent {
+            calls: self.calls.get(),
+            cheap: self.cheap.get(),
+            work: self.work.get(),
+        }
     }
 
     /// The memo when `n` is the gold's root node.

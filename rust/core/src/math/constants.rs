@@ -76,7 +76,10 @@ pub(crate) fn renamings(gold: &Node, pred: &Node) -> Vec<Node> {
             .zip(order)
             .map(|(from, &k)| (from.as_str(), consts[k].as_str()))
             .collect();
-        out.push(rename(pred, &map));
+        // The names unchanged: the completion itself, compared already.
+        if map.iter().any(|(from, to)| from != to) {
+            out.push(rename(pred, &map));
+        }
     });
     out
 }

@@ -315,6 +315,42 @@ fn atom_has_var(a: &Atom) -> bool {
     }
 }
 
+/// Work units per unit of [`mono_weight`]: copying one factor (an
+/// allocation) costs about what 16 units of coefficient arithmetic do.
+const COPY_UNITS: u64 = 16;
+
+/// What copying or ordering a monomial costs: one per
+/// factor, and the size of what its exponent and function factors hold
+/// (`f(g(x_1), h(x_2))` copies its arguments). The coefficient budget alone
+/// let products of such factors run a hundred times longer than it allows.
+fn mono_weight(m: &Mono) -> u64 {
+    let mut w = 1 + m.f.len() as u64;
+    if let Some(e) = &m.e {
+        w += sum_weight(e);
+    }
+    for (g, _) in &m.f {
+        if let Gen::Atom(a) = g {
+            w += match &**a {
+                Atom::Func(_, x) => frac_weight(x),
+                Atom::Pow(b, e) => frac_weight(b) + frac_weight(e),
+                Atom::Named(name, args) => {
+                    1 + name.len() as u64 / 8 + args.iter().map(frac_weight).sum::<u64>()
+                }
+                Atom::Raw(text) => 1 + text.len() as u64 / 8,
+            };
+        }
+    }
+    w
+}
+
+fn sum_weight(s: &Sum) -> u64 {
+    s.0.keys().map(mono_weight).sum()
+}
+
+fn frac_weight(f: &Frac) -> u64 {
+    sum_weight(&f.n) + sum_weight(&f.d)
+}
+
 /// Builds canonical forms within a work allowance.
 pub(crate) struct Exact<'a> {
     syms: &'a [String],
@@ -356,11 +392,18 @@ impl<'a> Exact<'a> {
         (self.work <= self.cap).then_some(())
     }
 
+    /// Work that is copying, not arithmetic: a structure of `weight` (see
+    /// [`mono_weight`]).
+    fn charge_copy(&mut self, weight: u64) -> Option<()> {
+        self.work += COPY_UNITS * weight;
+        (self.work <= self.cap).then_some(())
+    }
+
     // ------------------------------------------------------------ sums
 
     fn add(&mut self, a: &Sum, b: &Sum) -> Option<Sum> {
         // Copying the terms costs too.
-        self.charge(4 * a.0.len() as u64)?;
+        self.charge_copy(sum_weight(a))?;
         let mut out = a.clone();
         self.add_into(&mut out, b)?;
         Some(out)
@@ -381,6 +424,7 @@ impl<'a> Exact<'a> {
                 }
                 None => {
                     self.charge(c.bits())?;
+                    self.charge_copy(mono_weight(m))?;
                     acc.0.insert(m.clone(), c.clone());
                 }
             }
@@ -398,6 +442,7 @@ impl<'a> Exact<'a> {
         let mut out = BTreeMap::new();
         for (m, c) in &a.0 {
             self.charge(c.bits() + k.bits())?;
+            self.charge_copy(mono_weight(m))?;
             out.insert(m.clone(), c.mul(k));
         }
         Some(Sum(out))
@@ -515,6 +560,7 @@ impl<'a> Exact<'a> {
     /// The product of two monomials (a sum: radicals carry integer parts
     /// into the coefficient, some roots of unity are radicals).
     fn mono_mul(&mut self, a: &Mono, b: &Mono) -> Option<Sum> {
+        self.charge_copy(mono_weight(a) + mono_weight(b))?;
         if a.is_one() {
             return Some(Sum::mono(b.clone(), C::int(1)));
         }
@@ -1944,6 +1990,32 @@ mod tests {
         // and a 30-term by 30-term product took 100 ms.
         let (small, large) = (product_work(10), product_work(30));
         assert!(large < small * 14, "{small} -> {large}");
+    }
+
+    /// The work `(\\sin P + \\cos P)^2` is charged, for `P` a polynomial
+    /// of `k` terms: the same coefficients whatever `k`.
+    fn function_product_work(k: usize) -> u64 {
+        let syms = vec!["x".to_string()];
+        let p = (0..k)
+            .map(|i| format!("x^{{{i}}}"))
+            .collect::<Vec<_>>()
+            .join("+");
+        let f = form_of(&format!("\\sin({p}) + \\cos({p})"), &syms).expect("a form");
+        let limits = Limits::default();
+        let mut ex = Exact::new(&syms, None, &limits, 0, u64::MAX);
+        ex.mul(&f.n, &f.n).expect("within the term limit");
+        ex.work
+    }
+
+    #[test]
+    fn copying_large_factors_is_charged() {
+        // Monomials holding large function factors cost their size to copy
+        // and order: products of such factors (fuzzed) ran 100 ms on a work
+        // budget meant for 5 ms when only coefficients were charged.
+        // Four term products, each copying two monomials that grew by 39
+        // terms of `P`.
+        let (small, large) = (function_product_work(1), function_product_work(40));
+        assert!(large - small >= 4 * 2 * 39 * COPY_UNITS, "{small} -> {large}");
     }
 
     proptest::proptest! {

@@ -249,10 +249,30 @@ pub fn equivalent(gold: &Value, pred: &Value, opts: &CompareOptions) -> bool {
 
 /// [`equivalent`], with the reason when the comparison ran out of budget.
 pub fn compare(gold: &Value, pred: &Value, opts: &CompareOptions) -> Result<bool, Rejection> {
+    compare_spending(gold, pred, opts, &std::cell::Cell::new(0))
+}
+
+/// [`compare`], adding to `total` the work units its comparisons spent.
+///
+/// The forms of one answer (itself, its decimals as constants, its
+/// constants renamed: up to 24 orders of four) share one budget: a pair
+/// costs at most one budget, however many forms it has.
+fn compare_spending(
+    gold: &Value,
+    pred: &Value,
+    opts: &CompareOptions,
+    total: &std::cell::Cell<u64>,
+) -> Result<bool, Rejection> {
+    let spent = std::cell::Cell::new(compare::Spent::default());
     let cmp = |p: &Node| {
-        compare::Cmp::new(opts, (&gold.node, p))
+        let c = compare::Cmp::new(opts, (&gold.node, p))
             .with_memo(&gold.memo)
-            .equiv(&gold.node, p)
+            .after(spent.get());
+        let before = c.spent().work;
+        let r = c.equiv(&gold.node, p);
+        total.set(total.get() + c.spent().work - before);
+        spent.set(c.spent());
+        r
     };
     if let Some(v) = gold.memo.verdict(&pred.node, opts) {
         return Ok(v);

@@ -792,3 +792,38 @@ mod precision_rule {
         }
     }
 }
+
+#[test]
+fn the_forms_of_an_answer_share_one_budget() {
+    // Four constants named differently: the completion is tried in up to 24
+    // orders of its names. Each of these pairs costs a whole budget in
+    // polynomial arithmetic; all the orders together may spend no more.
+    let p = ParseOptions::default();
+    let opts = CompareOptions::default();
+    let costly = [
+        (
+            "\\{(x+C_1)^{6} + C_2 + C_3 + C_4, (x+C_1)^{5} + C_2 + C_3 + C_4, (x+C_1)^{4} + C_2 + C_3 + C_4\\}",
+            "\\{(x+c_1)^{6} + c_2 + c_3 + c_4, (x+c_1)^{5} + c_2 + c_3 + c_4, (x+c_1)^{4} + c_2 + c_3 + c_4 + 1\\}",
+        ),
+        (
+            "\\frac{(x+C_1)^{9}}{(x-C_2)^{7}} + C_3 + C_4",
+            "\\frac{(x+c_1)^{9}}{(x-c_2)^{7}} + c_3 + c_4 + 1",
+        ),
+    ];
+    for (g, q) in costly {
+        let (x, y) = (parse(g, &p).unwrap(), parse(q, &p).unwrap());
+        let total = std::cell::Cell::new(0);
+        assert_eq!(compare_spending(&x, &y, &opts, &total), Ok(false), "{q}");
+        assert!(
+            total.get() <= opts.limits.max_work,
+            "{q}: {} units",
+            total.get()
+        );
+    }
+    // The same constants, renamed and reordered, still match.
+    assert!(eq(
+        "C_1 e^{x} + C_2 e^{2x} + C_3 x + C_4",
+        "c_4 e^{x} + c_3 e^{2x} + c_2 x + c_1"
+    ));
+    assert!(eq("(x+C_1)^{4} + C_2 + C_3", "(x+k)^{4} + A + B"));
+}
