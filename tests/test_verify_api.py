@@ -76,6 +76,20 @@ def test_rel_tol_is_a_parameter():
         verify("1", "1", rel_tol=-1)
 
 
+def test_the_default_call_builds_no_options(monkeypatch):
+    # TRL's pattern (one call per completion, no option) goes straight to the
+    # core with the default options; an option, even equal to its default
+    # but another object, goes through the options helper to the same verdict.
+    module = sys.modules["grpo_fast.verify"]  # the package's `verify` is the function
+    calls = []
+    real = module.verify_options
+    monkeypatch.setattr(module, "verify_options", lambda *a: calls.append(a) or real(*a))
+    assert verify("3/4", r"so \boxed{0.75}")
+    assert calls == []
+    assert verify("3/4", r"so \boxed{0.75}", rel_tol=float("1e-6"), think=True)
+    assert len(calls) == 1
+
+
 def test_batch_matches_the_scalar_function_and_broadcasts():
     golds = ["4", r"\frac12", "72", None, "x"]
     preds = [r"\boxed{4}", "0.5", "#### 71", r"\boxed{1}", "y"]

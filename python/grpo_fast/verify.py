@@ -346,12 +346,12 @@ def verify(
     gold: str,
     pred: str,
     *,
-    rel_tol: float = _VERIFY_DEFAULTS.rel_tol,
-    allow_set_relation_comp: bool = _VERIFY_DEFAULTS.allow_set_relation_comp,
+    rel_tol: float = _DEFAULT_REL_TOL,
+    allow_set_relation_comp: bool = _DEFAULT_SET_RELATION,
     rules: Sequence[str] | None = None,
     max_length: int | None = None,
     tail_length: int | None = None,
-    think: bool = _VERIFY_DEFAULTS.think,
+    think: bool = _DEFAULT_THINK,
     truncated: bool = False,
     prompt: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> bool:
@@ -416,17 +416,16 @@ def verify(
     False
     """
     # verify_detailed's `matched`, without rendering the answers. The default
-    # call (TRL's: one per completion) skips the option and prompt helpers.
+    # call (TRL's: one per completion) skips the option and prompt helpers;
+    # every test is an identity, against the defaults of the signature (a
+    # default rel_tol passed as another float object takes the general path,
+    # to the same verdict).
     if (
-        rules is None
-        and max_length is None
-        and tail_length is None
-        and prompt is None
+        rules is max_length is tail_length is prompt is None
         and truncated is False
         and think is _DEFAULT_THINK
         and allow_set_relation_comp is _DEFAULT_SET_RELATION
-        and rel_tol == _DEFAULT_REL_TOL
-        and type(rel_tol) is float
+        and rel_tol is _DEFAULT_REL_TOL
     ):
         return _core.verify_match(gold, pred, _VERIFY_DEFAULTS)
     opts = verify_options(rel_tol, allow_set_relation_comp, rules, max_length, tail_length, think)

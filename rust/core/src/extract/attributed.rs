@@ -12,7 +12,7 @@
 //! (a later committed answer pays); a value found without a marker whose
 //! clause is attributed is no answer.
 
-use super::clause::sentence_around;
+use super::clause::sentence_start;
 
 /// How far back a clause start is looked for.
 const MAX_CLAUSE: usize = 300;
@@ -507,20 +507,57 @@ fn floor_boundary(s: &str, n: usize) -> usize {
     n
 }
 
-/// The text of the sentence before `at` ([`sentence_around`]'s start), at
-/// most [`MAX_CLAUSE`] bytes of it.
+/// The text of the sentence before `at`, at most [`MAX_CLAUSE`] bytes of it
+/// (its start is looked for no further back).
 fn clause_before(text: &str, at: usize) -> &str {
-    let (mut s, _) = sentence_around(text, at, at);
-    s = s.max(at.saturating_sub(MAX_CLAUSE));
-    while !text.is_char_boundary(s) {
-        s += 1;
-    }
-    &text[s..at]
+    &text[sentence_start(text, at, MAX_CLAUSE)..at]
 }
 
 #[cfg(test)]
 mod tests {
     use super::attributed;
+
+    /// The clause is the sentence's text before the value, cut to its last
+    /// `MAX_CLAUSE` bytes: the same as the whole sentence found first.
+    #[test]
+    fn the_clause_is_the_sentence_cut_to_its_end() {
+        use super::super::clause::sentence_around;
+        let words = [
+            "the", "answer", "is", "5", "é", "答", "  ", "e.g.", "Mr.", "...",
+        ];
+        let breaks = [".", ". ", "\n", ";", "?"];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..3_000 {
+            let mut text = String::new();
+            for _ in 0..next(400) {
+                // Sentences of about 80 words: some longer than the clause.
+                if next(80) == 0 {
+                    text.push_str(breaks[next(breaks.len())]);
+                } else {
+                    text.push_str(words[next(words.len())]);
+                }
+                text.push(' ');
+            }
+            for (at, _) in text.char_indices().step_by(7) {
+                let (mut s, _) = sentence_around(&text, at, at);
+                s = s.max(at.saturating_sub(super::MAX_CLAUSE));
+                while !text.is_char_boundary(s) {
+                    s += 1;
+                }
+                assert_eq!(
+                    super::clause_before(&text, at),
+                    &text[s..at],
+                    "{text:?} {at}"
+                );
+            }
+        }
+    }
 
     fn before_value(text: &str, value: &str) -> bool {
         let at = text.rfind(value).unwrap();

@@ -5,7 +5,7 @@
 //! items ending in a total, and numbered steps ending in a result, are no
 //! case split: their last line states no condition.
 
-use super::clause::sentence_around;
+use super::clause::sentence_of;
 use super::fallback::last_number;
 use super::markers::marker_value;
 use super::tokens::{Tok, Tokens};
@@ -88,9 +88,9 @@ pub(super) fn answers_another_case(
     // Each lead: from its sentence's start, or from the statement before
     // when that is in the same sentence (`For n = 1 the answer is 5 and
     // for n = 2 the answer is 6`).
-    let (sentence, _) = sentence_around(text, start, start);
+    let sentence = sentence_of(text, start);
     let lead = &text[sentence.max(prev)..start];
-    let (prev_sentence, _) = sentence_around(text, prev_start, prev_start);
+    let prev_sentence = sentence_of(text, prev_start);
     let prev_lead = &text[prev_sentence..prev_start];
     states_a_case(lead) || (has_condition(lead) && has_condition(prev_lead))
 }
@@ -104,7 +104,7 @@ pub(super) fn answers_another_case(
 /// conditions alone (`If we add 2 and 3 we get 5, and if we double it we
 /// get 10.`) are a derivation, not cases.
 pub(super) fn ends_prose_cases(text: &str, at: usize, value: &str) -> bool {
-    let (sentence, _) = sentence_around(text, at, at);
+    let sentence = sentence_of(text, at);
     let mut floor = at.saturating_sub(CASE_REACH);
     while !text.is_char_boundary(floor) {
         floor += 1;
@@ -121,7 +121,7 @@ pub(super) fn ends_prose_cases(text: &str, at: usize, value: &str) -> bool {
         };
         let prev_end = from + prev_end;
         let prev_at = prev_end - prev.len();
-        let (prev_sentence, _) = sentence_around(text, prev_at, prev_at);
+        let prev_sentence = sentence_of(text, prev_at);
         let prev_lead = &text[prev_sentence.max(from)..prev_at];
         let lead = &text[sentence.max(prev_end)..at];
         if prev.trim() != value.trim()

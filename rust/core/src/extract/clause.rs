@@ -12,26 +12,46 @@ const MAX_SENTENCE: usize = 1000;
 /// the next one. Dots inside numbers (`3.5`) and `i.e.` end nothing.
 pub(super) fn sentence_around(text: &str, start: usize, end: usize) -> (usize, usize) {
     let b = text.as_bytes();
-    let ends_at = |i: usize| -> bool {
-        match b[i] {
-            b'\n' | b';' => true,
-            b'.' | b'?' | b'!' => {
-                b.get(i + 1).is_none_or(u8::is_ascii_whitespace)
-                    && !(b[i] == b'.' && (abbreviation(&b[..i]) || ellipsis(&b[..i])))
-            }
-            _ => false,
-        }
-    };
-    let mut s = start;
-    let floor = start.saturating_sub(MAX_SENTENCE);
-    while s > floor && !ends_at(s - 1) {
+    let e = (end..b.len())
+        .find(|&i| ends_sentence(b, i))
+        .unwrap_or(b.len());
+    (sentence_start(text, start, MAX_SENTENCE), e.max(end))
+}
+
+/// The start of the sentence holding `text[at]`: [`sentence_around`]'s,
+/// without looking for its end.
+pub(super) fn sentence_of(text: &str, at: usize) -> usize {
+    sentence_start(text, at, MAX_SENTENCE)
+}
+
+/// The start of the sentence holding `text[at]` ([`sentence_around`]'s),
+/// looked for at most `back` bytes back: `at - back` (on a character
+/// boundary) when it starts before that.
+pub(super) fn sentence_start(text: &str, at: usize, back: usize) -> usize {
+    let b = text.as_bytes();
+    let mut s = at;
+    let floor = at.saturating_sub(back);
+    while s > floor && !ends_sentence(b, s - 1) {
         s -= 1;
     }
     while !text.is_char_boundary(s) {
         s += 1;
     }
-    let e = (end..b.len()).find(|&i| ends_at(i)).unwrap_or(b.len());
-    (s, e.max(end))
+    s
+}
+
+/// Whether `b[i]` ends a sentence: a line break, `;`, or `.`, `?`, `!`
+/// before a space or the end (not the dot of an abbreviation or an
+/// ellipsis).
+fn ends_sentence(b: &[u8], i: usize) -> bool {
+    match b[i] {
+        b'\n' | b';' => true,
+        b'.' | b'?' | b'!' => {
+            b.get(i + 1).is_none_or(u8::is_ascii_whitespace)
+                && !(b[i] == b'.' && (abbreviation(&b[..i]) || ellipsis(&b[..i])))
+        }
+        _ => false,
+    }
 }
 
 /// The words of the clause before `end`: back to the last `,`, `;`, `:`,

@@ -150,6 +150,31 @@ const FOLDS: &[(&str, &str)] = &[
 /// The index of `か` in [`FOLDS`].
 const KA: usize = FOLDS.len() - 1;
 
+/// The first letters of the Latin patterns of [`FOLDS`] (ASCII-lowercased),
+/// searched in their place: every Latin pattern starts with exactly one,
+/// and none starts another (a test checks both), so at most one is found at
+/// a position, and a pattern is found where its stem is.
+const LATIN_STEMS: &[&str] = &[
+    "antwort",
+    "réponse",
+    "rÉponse",
+    "reponse",
+    "respuesta",
+    "risposta",
+    "resposta",
+    "no es",
+    "non ",
+    "n'est pas",
+    "peut-",
+    "tal vez",
+    "pourrait",
+    "podr",
+    "potrebbe",
+    "poderia",
+    "könnte",
+    "koennte",
+];
+
 /// The search for [`FOLDS`], in two parts that never overlap: the Latin
 /// patterns (first byte ASCII) and the others (first letter Cyrillic or CJK,
 /// no ASCII letter inside). One case-insensitive automaton of all of them has
@@ -159,12 +184,16 @@ const KA: usize = FOLDS.len() - 1;
 /// ASCII-lowercased copy (the same match: ASCII case folding is per byte)
 /// with aho-corasick's packed (Teddy, SIMD) searcher, which the automaton's
 /// own choice passes over (it takes a start-byte prefilter, and `a`, `n`, `r`
-/// start most words), and the others only in a text that is not ASCII.
+/// start most words), and the others only in a text that is not ASCII. The
+/// packed searcher looks for the 18 [`LATIN_STEMS`], not the 47 patterns:
+/// over 32 patterns it takes its slower form (16 bytes a step, not 32), and
+/// a stem found is then read on as each of its patterns.
 struct Folds {
-    /// Lowercased Latin patterns (an automaton where the CPU has no packed
-    /// searcher), and the index in [`FOLDS`] of each.
+    /// The stems (an automaton where the CPU has no packed searcher).
     latin: Result<packed::Searcher, AhoCorasick>,
-    latin_ids: Vec<usize>,
+    /// For each stem, its patterns lowercased, longest first, with their
+    /// index in [`FOLDS`].
+    stem_patterns: Vec<Vec<(Vec<u8>, usize)>>,
     /// The other patterns, and the index in [`FOLDS`] of each.
     other: AhoCorasick,
     other_ids: Vec<usize>,
@@ -175,32 +204,49 @@ fn folds() -> &'static Folds {
     AC.get_or_init(|| {
         let (latin, other): (Vec<usize>, Vec<usize>) =
             (0..FOLDS.len()).partition(|&i| FOLDS[i].0.as_bytes()[0].is_ascii());
-        let build = |ids: &[usize], lower: bool| {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(!lower)
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(ids.iter().map(|&i| {
-                    let p = FOLDS[i].0;
-                    if lower {
-                        p.to_ascii_lowercase()
-                    } else {
-                        p.to_owned()
-                    }
-                }))
-                .expect("fixed fold patterns always build")
-        };
+        let mut stem_patterns: Vec<Vec<(Vec<u8>, usize)>> = vec![Vec::new(); LATIN_STEMS.len()];
+        for &i in &latin {
+            let p = FOLDS[i].0.to_ascii_lowercase().into_bytes();
+            if let Some(k) = LATIN_STEMS.iter().position(|s| p.starts_with(s.as_bytes())) {
+                stem_patterns[k].push((p, i));
+            }
+        }
+        for list in &mut stem_patterns {
+            list.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+        }
         let packed = packed::Config::new()
             .match_kind(packed::MatchKind::LeftmostLongest)
+            .only_teddy_fat(Some(true))
             .builder()
-            .extend(latin.iter().map(|&i| FOLDS[i].0.to_ascii_lowercase()))
+            .extend(LATIN_STEMS)
             .build();
         Folds {
-            latin: packed.ok_or_else(|| build(&latin, true)),
-            other: build(&other, false),
-            latin_ids: latin,
+            latin: packed.ok_or_else(|| {
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(LATIN_STEMS)
+                    .expect("fixed fold stems always build")
+            }),
+            stem_patterns,
+            other: AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(other.iter().map(|&i| FOLDS[i].0))
+                .expect("fixed fold patterns always build"),
             other_ids: other,
         }
     })
+}
+
+impl Folds {
+    /// The first stem in `lower[from..]`: its start and index.
+    fn next_stem(&self, lower: &[u8], from: usize) -> Option<(usize, usize)> {
+        let span = aho_corasick::Span::from(from..lower.len());
+        let m = match &self.latin {
+            Ok(p) => p.find_in(lower, span),
+            Err(a) => a.find(aho_corasick::Input::new(lower).span(span)),
+        }?;
+        Some((m.start(), m.pattern().as_usize()))
+    }
 }
 
 /// The matches of [`FOLDS`] in `s` as (start, end, index in [`FOLDS`]), in
@@ -209,16 +255,23 @@ fn folds() -> &'static Folds {
 fn fold_matches(s: &str) -> Vec<(usize, usize, usize)> {
     let f = folds();
     let lower = s.as_bytes().to_ascii_lowercase();
-    let mut hits: Vec<(usize, usize, usize)> = match &f.latin {
-        Ok(p) => p
-            .find_iter(&lower)
-            .map(|m| (m.start(), m.end(), f.latin_ids[m.pattern().as_usize()]))
-            .collect(),
-        Err(a) => a
-            .find_iter(&lower)
-            .map(|m| (m.start(), m.end(), f.latin_ids[m.pattern().as_usize()]))
-            .collect(),
-    };
+    let mut hits: Vec<(usize, usize, usize)> = Vec::new();
+    // Every stem in order: the first with a pattern is the leftmost match,
+    // its longest pattern the longest there; the search goes on after it.
+    let mut from = 0;
+    while let Some((start, stem)) = f.next_stem(&lower, from) {
+        let rest = &lower[start..];
+        match f.stem_patterns[stem]
+            .iter()
+            .find(|(p, _)| rest.starts_with(p))
+        {
+            Some((p, id)) => {
+                hits.push((start, start + p.len(), *id));
+                from = start + p.len();
+            }
+            None => from = start + 1,
+        }
+    }
     if !s.is_ascii() {
         let at = hits.len();
         hits.extend(
@@ -385,6 +438,29 @@ mod tests {
         }
     }
 
+    /// Every Latin pattern starts with exactly one stem, and no stem starts
+    /// another: a stem found is the only one at its position.
+    #[test]
+    fn every_latin_pattern_has_one_stem() {
+        for (pat, _) in super::FOLDS {
+            if !pat.as_bytes()[0].is_ascii() {
+                continue;
+            }
+            let p = pat.to_ascii_lowercase();
+            let n = super::LATIN_STEMS
+                .iter()
+                .filter(|s| p.starts_with(*s))
+                .count();
+            assert_eq!(n, 1, "{pat}");
+        }
+        for a in super::LATIN_STEMS {
+            assert_eq!(a.to_ascii_lowercase(), *a, "{a}");
+            for b in super::LATIN_STEMS {
+                assert!(a == b || !b.starts_with(a), "{a} starts {b}");
+            }
+        }
+    }
+
     /// The split search finds what one case-insensitive automaton of all the
     /// patterns finds, on texts made of patterns in random case, their
     /// pieces and English.
@@ -408,6 +484,7 @@ mod tests {
         pieces.extend(
             [
                 " ", "the ", "answer", "none", "5", "Non", "NO ES", "n", "r", "$", "个", "ы",
+                "antwort", "podr", "peut-", "nonn", "no", "RÉ", "ré", "e", "s",
             ]
             .map(String::from),
         );

@@ -487,6 +487,18 @@ pub fn extract_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracte
     if over_limit(text, opts) {
         return None;
     }
+    // A short answer (`380`, `\frac{3}{4}`, `(3, 7)`: most golds) holds no
+    // marker and no special token to look for: it is the answer itself.
+    let bare = text.trim();
+    if crate::math::is_short_answer(bare) {
+        return Some(Extracted::new(vec![bare], Rule::Bare));
+    }
+    marked_gold(text, opts)
+}
+
+/// [`extract_gold`] by its markers: the first marker rule's answer, else
+/// the text without special tokens.
+fn marked_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>> {
     let text = strip_special_tokens(text);
     let scan = Scan::new(text);
     opts.rules

@@ -998,3 +998,33 @@ fn a_compound_quantity_is_one_answer() {
     assert_eq!(whole_quantity("about 7 hours 30 minutes"), None);
     assert_eq!(whole_quantity("7 hours"), None);
 }
+
+proptest::proptest! {
+    /// A short gold is its own answer without its markers being looked
+    /// for: the same extraction as looking for them, on the short forms
+    /// (with spaces around them) and near misses of them.
+    #[test]
+    fn a_short_gold_is_extracted_as_its_markers_would_be(
+        a in "[0-9]{1,6}",
+        b in "[0-9]{1,6}",
+        pad in "[ \t\n]{0,2}",
+        near in r"[0-9{}\\fracdtpiboxed#:<>|()\[\], leftrigh-]{0,20}",
+    ) {
+        let o = ExtractOptions::default();
+        for form in [
+            a.clone(),
+            format!("{a}.{b}"),
+            format!("\\frac{{{a}}}{{{b}}}"),
+            format!("\\dfrac{{{a}\\pi}}{{{b}}}"),
+            format!("{a}\\sqrt{{{b}}}"),
+            format!("({a}, {b})"),
+            format!("\\left[{a},{b}\\right)"),
+            near.clone(),
+            format!("\\boxed{{{a}}}"),
+            format!("{a}<|im_end|>"),
+        ] {
+            let text = format!("{pad}{form}{pad}");
+            proptest::prop_assert_eq!(extract_gold(&text, &o), marked_gold(&text, &o), "{:?}", text);
+        }
+    }
+}

@@ -2015,7 +2015,10 @@ mod tests {
         // Four term products, each copying two monomials that grew by 39
         // terms of `P`.
         let (small, large) = (function_product_work(1), function_product_work(40));
-        assert!(large - small >= 4 * 2 * 39 * COPY_UNITS, "{small} -> {large}");
+        assert!(
+            large - small >= 4 * 2 * 39 * COPY_UNITS,
+            "{small} -> {large}"
+        );
     }
 
     proptest::proptest! {

@@ -195,6 +195,14 @@ impl Value {
     }
 }
 
+/// Whether `s` is one of the commonest short answers (a whole number, a
+/// decimal, a fraction, a square root, a pair or an interval of whole
+/// numbers: `math::short`): text with no marker, no word and no markup
+/// other than `\frac`, `\sqrt`, `\pi` and `\left`/`\right`.
+pub(crate) fn is_short_answer(s: &str) -> bool {
+    short::parse(s, &Limits::default()).is_some()
+}
+
 /// Parse one answer (already extracted from its completion).
 pub fn parse(s: &str, opts: &ParseOptions) -> Result<Value, Rejection> {
     // A whole number or a fraction of two needs none of the general path.
