@@ -204,6 +204,32 @@ def test_no_exception_escapes(gold, pred):
     assert isinstance(v.matched, bool) and isinstance(v.reason, str)
 
 
+_prompt_words = st.sampled_from(
+    ["multiplied", "divided", "times", "plus", "minus", "by", "12", "+"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pred=st.text(max_size=80),
+    prompt=st.lists(st.one_of(_prompt_words, st.text(max_size=3)), max_size=12).map(" ".join),
+)
+def test_no_exception_escapes_with_a_prompt(pred, prompt):
+    # An answer is read against its prompt's arithmetic (rule 2): any prompt
+    # text. `12 multiplied 中 13` sliced the wide character (found by fuzzing).
+    for p in (pred, f"\\boxed{{12 \\cdot 13}} {pred}"):
+        assert isinstance(verify("156", p, prompt=prompt), bool)
+        assert isinstance(verify_detailed("156", p, prompt=prompt).reason, str)
+    assert verify_batch(["156"], [pred], prompts=[prompt]).shape == (1,)
+
+
+def test_a_prompt_with_a_wide_character_after_a_word():
+    for wide in ["é", "中", "😀"]:
+        prompt = f"What is 12 multiplied {wide} 13?"
+        assert verify("156", r"\boxed{156}", prompt=prompt)
+        assert not verify("156", r"\boxed{12 - 13}", prompt=prompt)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     pairs=st.lists(st.tuples(answers, answers), min_size=65, max_size=200),

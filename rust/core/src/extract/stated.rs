@@ -267,7 +267,11 @@ fn arithmetic_spelling(text: &str) -> String {
                 }
                 let word = text[i..j].to_ascii_lowercase();
                 let rest = text[j..].trim_start();
-                let by = rest.len() >= 2 && rest[..2].eq_ignore_ascii_case("by");
+                // Bytes: `rest` may open with a character of several.
+                let by = rest
+                    .as_bytes()
+                    .get(..2)
+                    .is_some_and(|w| w.eq_ignore_ascii_case(b"by"));
                 match word.as_str() {
                     "plus" => out.push('+'),
                     "minus" => out.push('-'),
@@ -478,5 +482,18 @@ mod tests {
         assert!(!copied_from(prompt, "79 + 85 + 0.5"));
         assert!(!copied_from("What is 7 * 8?", "7 * 8 * 12"));
         assert!(!copied_from(prompt, "164 + 0"));
+    }
+
+    #[test]
+    fn a_word_before_a_wide_character_is_read_without_slicing_it() {
+        // `multiplied` then a character of 2, 3 or 4 bytes: the look for
+        // `by` sliced its first two bytes (found by fuzzing score_batch with
+        // the gold as the prompt).
+        for wide in ["é", "中", "😀", "é by", "中by"] {
+            let prompt = format!("What is 12 multiplied {wide} 13?");
+            let _ = copied_from(&prompt, "12 \\cdot 13");
+            assert!(!copied_from(&prompt, "12 - 13"), "{prompt}");
+        }
+        assert!(copied_from("What is 12 multiplied by 13?", "12 \\cdot 13"));
     }
 }
