@@ -253,13 +253,26 @@ impl Folds {
 /// order: those of one automaton of all the patterns, matched without ASCII
 /// case, leftmost-longest.
 fn fold_matches(s: &str) -> Vec<(usize, usize, usize)> {
+    thread_local! {
+        /// The lowercased copy, its buffer kept between calls.
+        static LOWER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    LOWER.with_borrow_mut(|lower| {
+        lower.clear();
+        lower.extend_from_slice(s.as_bytes());
+        lower.make_ascii_lowercase();
+        fold_matches_in(s, lower)
+    })
+}
+
+/// [`fold_matches`] with `lower`, `s` ASCII-lowercased.
+fn fold_matches_in(s: &str, lower: &[u8]) -> Vec<(usize, usize, usize)> {
     let f = folds();
-    let lower = s.as_bytes().to_ascii_lowercase();
     let mut hits: Vec<(usize, usize, usize)> = Vec::new();
     // Every stem in order: the first with a pattern is the leftmost match,
     // its longest pattern the longest there; the search goes on after it.
     let mut from = 0;
-    while let Some((start, stem)) = f.next_stem(&lower, from) {
+    while let Some((start, stem)) = f.next_stem(lower, from) {
         let rest = &lower[start..];
         match f.stem_patterns[stem]
             .iter()

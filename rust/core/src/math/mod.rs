@@ -200,7 +200,13 @@ impl Value {
 /// numbers: `math::short`): text with no marker, no word and no markup
 /// other than `\frac`, `\sqrt`, `\pi` and `\left`/`\right`.
 pub(crate) fn is_short_answer(s: &str) -> bool {
-    short::parse(s, &Limits::default()).is_some()
+    short_value(s).is_some()
+}
+
+/// The value of `s` when it is a short answer (see [`is_short_answer`]):
+/// what [`parse`] gives under the default limits.
+pub(crate) fn short_value(s: &str) -> Option<Value> {
+    short::parse(s, &Limits::default()).map(Value::of)
 }
 
 /// Parse one answer (already extracted from its completion).

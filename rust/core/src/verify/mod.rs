@@ -189,22 +189,33 @@ impl Gold {
                 None,
             ));
         }
-        let Some(g) = extract_gold(gold, &opts.extract) else {
-            return Err(verdict(false, "no gold answer", None, None));
+        // A short gold (`380`, `\frac{3}{4}`: most golds) is its own
+        // answer (as `extract_gold` finds), parsed once.
+        let bare = gold.trim();
+        let short = (opts.limits == Limits::default())
+            .then(|| math::short_value(bare))
+            .flatten();
+        let parts = match short {
+            Some(_) => vec![bare],
+            None => match extract_gold(gold, &opts.extract) {
+                Some(g) => g.parts,
+                None => return Err(verdict(false, "no gold answer", None, None)),
+            },
         };
         let popts = ParseOptions {
             limits: opts.limits.clone(),
         };
-        let one = (g.parts.len() == 1).then(|| g.parts[0]);
+        let one = (parts.len() == 1).then(|| parts[0]);
         let words = one.and_then(prose_words);
-        let parsed = match &words {
+        let parsed = match (&words, short) {
             // Text of several words is compared whole (its value is shown
             // as the text); a sentence is no answer.
-            Some(w) if w.split(' ').count() > MAX_ANSWER_WORDS => {
+            (Some(w), _) if w.split(' ').count() > MAX_ANSWER_WORDS => {
                 return Err(verdict(false, UNSCORABLE_PROSE, None, None))
             }
-            Some(w) => math::parse(&format!("\\text{{{w}}}"), &popts),
-            None => parse_parts(&g.parts, &popts),
+            (Some(w), _) => math::parse(&format!("\\text{{{w}}}"), &popts),
+            (None, Some(v)) => Ok(Value::collection(vec![v])),
+            (None, None) => parse_parts(&parts, &popts),
         };
         let value = match parsed {
             // Several words read as one name (`the red one` as `the`): no answer.
@@ -229,7 +240,7 @@ impl Gold {
         Ok(Gold {
             multi: matches!(value.kind(), "list" | "set" | "union"),
             value,
-            parts: g.parts.iter().map(|p| Box::from(*p)).collect(),
+            parts: parts.iter().map(|p| Box::from(*p)).collect(),
             choice: one.and_then(gold_choice),
             words,
             self_match: std::cell::OnceCell::new(),

@@ -209,3 +209,39 @@ fn a_compound_quantity_pays_only_in_its_first_or_last_unit() {
         );
     }
 }
+
+proptest::proptest! {
+    /// A short gold is prepared without the marker scan and parsed once
+    /// under the default limits; with other limits (here one more unit of
+    /// work, which no short answer needs) it takes the general path. The
+    /// verdicts are the same.
+    #[test]
+    fn a_short_gold_is_prepared_as_the_general_path_prepares_it(
+        a in "[0-9]{1,5}",
+        b in "[0-9]{1,5}",
+        pad in "[ \n]{0,2}",
+        form in 0usize..7,
+        pred in proptest::prop_oneof![
+            proptest::strategy::Just(String::new()),
+            "[0-9 .,/()\\[\\]]{0,12}",
+            "The answer is \\\\boxed\\{[0-9]{1,3}(\\.5)?\\}\\.",
+        ],
+    ) {
+        let gold = match form {
+            0 => a.clone(),
+            1 => format!("{a}.{b}"),
+            2 => format!("\\frac{{{a}}}{{{b}}}"),
+            3 => format!("{a}\\sqrt{{{b}}}"),
+            4 => format!("({a}, {b})"),
+            5 => format!("\\left[{a},{b}\\right)"),
+            _ => format!("\\dfrac{{{a}\\pi}}{{{b}}}"),
+        };
+        let gold = format!("{pad}{gold}{pad}");
+        let fast = VerifyOptions::default();
+        let mut general = VerifyOptions::default();
+        general.limits.max_work += 1;
+        for p in [pred.clone(), format!("\\boxed{{{}}}", gold.trim()), format!("So it is {a}.")] {
+            proptest::prop_assert_eq!(verify(&gold, &p, &fast), verify(&gold, &p, &general), "{:?} {:?}", gold, p);
+        }
+    }
+}
