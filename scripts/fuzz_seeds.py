@@ -314,6 +314,26 @@ def round4() -> list[bytes]:
     return out
 
 
+def prompts_and_rewards() -> list[bytes]:
+    """The target scores every reward kind with the gold as the prompt too: a
+    question whose arithmetic an answer may copy (words before wide
+    characters: `multiplied 中` panicked), and completions in the formats the
+    format and choice rewards read."""
+    shapes = [
+        ("What is 12 multiplied \u4e2d 13?", "\\boxed{12 \\cdot 13}"),
+        ("What is 7 divided by 7? \u00e9 12 times 13 \U0001f600", "\\boxed{12 \\times 13}"),
+        (
+            "Compute $79 + 85$ \u2212 1 \u00d7 2 \u00f7 3.",
+            "We compute 79 + 85 = 164. \\boxed{79+85}",
+        ),
+        ("C", "<think>so (A) or (C)?</think>\n<answer>C</answer>"),
+        ("42", "<think>\u7b54\uff1a42</think> <answer>\\boxed{42}</answer> the the the the"),
+    ]
+    out = [pair(g, p) for g, p in shapes]
+    out.append(pair("What is 2 multiplied " * 5_000 + "3?", "\\boxed{2 \\cdot 3}"))
+    return out
+
+
 def seeds() -> list[bytes]:
     rng = random.Random(9)
     return (
@@ -328,6 +348,7 @@ def seeds() -> list[bytes]:
         + at_the_limit(rng)
         + exact_constants()
         + round4()
+        + prompts_and_rewards()
     )
 
 
