@@ -526,13 +526,7 @@ mod tests {
             "the", "answer", "is", "5", "é", "答", "  ", "e.g.", "Mr.", "...",
         ];
         let breaks = [".", ". ", "\n", ";", "?"];
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = super::super::test_rng(0x9e37_79b9_7f4a_7c15_u64);
         for _ in 0..3_000 {
             let mut text = String::new();
             for _ in 0..next(400) {

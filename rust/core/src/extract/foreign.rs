@@ -501,13 +501,7 @@ mod tests {
             ]
             .map(String::from),
         );
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = super::super::test_rng(0x2545_f491_4f6c_dd1d_u64);
         for _ in 0..20_000 {
             let mut text = String::new();
             for _ in 0..1 + next(8) {

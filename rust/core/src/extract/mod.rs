@@ -510,3 +510,15 @@ fn marked_gold<'a>(text: &'a str, opts: &ExtractOptions) -> Option<Extracted<'a>
             (!bare.is_empty()).then(|| Extracted::new(vec![bare], Rule::Bare))
         })
 }
+
+/// A reproducible xorshift generator for tests: each call gives a number
+/// below its argument.
+#[cfg(test)]
+fn test_rng(mut seed: u64) -> impl FnMut(usize) -> usize {
+    move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    }
+}

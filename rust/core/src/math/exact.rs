@@ -1968,19 +1968,29 @@ mod tests {
         ex.equal(&fa, &fb) == Some(true)
     }
 
-    /// The work a product of two `k`-term polynomials in `x` is charged.
-    fn product_work(k: usize) -> u64 {
-        let syms = vec!["x".to_string()];
-        let poly = (0..k)
+    /// `1 + x + ... + x^{k-1}`.
+    fn poly_of(k: usize) -> String {
+        (0..k)
             .map(|i| format!("x^{{{i}}}"))
             .collect::<Vec<_>>()
-            .join("+");
-        let f = form_of(&poly, &syms).expect("a polynomial has a form");
+            .join("+")
+    }
+
+    /// The square of `text` (an expression in `x`) and the work it is charged.
+    fn square_work(text: &str) -> (Sum, u64) {
+        let syms = vec!["x".to_string()];
+        let f = form_of(text, &syms).expect("a form");
         let limits = Limits::default();
         let mut ex = Exact::new(&syms, None, &limits, 0, u64::MAX);
         let p = ex.mul(&f.n, &f.n).expect("within the term limit");
+        (p, ex.work)
+    }
+
+    /// The work a product of two `k`-term polynomials in `x` is charged.
+    fn product_work(k: usize) -> u64 {
+        let (p, work) = square_work(&poly_of(k));
         assert_eq!(p.0.len(), 2 * k - 1);
-        ex.work
+        work
     }
 
     #[test]
@@ -1995,16 +2005,8 @@ mod tests {
     /// The work `(\\sin P + \\cos P)^2` is charged, for `P` a polynomial
     /// of `k` terms: the same coefficients whatever `k`.
     fn function_product_work(k: usize) -> u64 {
-        let syms = vec!["x".to_string()];
-        let p = (0..k)
-            .map(|i| format!("x^{{{i}}}"))
-            .collect::<Vec<_>>()
-            .join("+");
-        let f = form_of(&format!("\\sin({p}) + \\cos({p})"), &syms).expect("a form");
-        let limits = Limits::default();
-        let mut ex = Exact::new(&syms, None, &limits, 0, u64::MAX);
-        ex.mul(&f.n, &f.n).expect("within the term limit");
-        ex.work
+        let p = poly_of(k);
+        square_work(&format!("\\sin({p}) + \\cos({p})")).1
     }
 
     #[test]
